@@ -1,0 +1,127 @@
+# maf-launch: the static in-guest launcher and the host library. Plain GNU make.
+# Overrides go in config.mak (ignored by git): CC, MUSL_CC, BUILD, PYTHON, ...
+-include config.mak
+
+BUILD ?= build
+TP ?= build/third_party
+CC ?= cc
+MUSL_CC ?= musl-gcc
+PYTHON ?= /usr/bin/python3
+SAN ?=
+
+WARN := -Wall -Wextra -Werror
+HARDEN := -D_FORTIFY_SOURCE=2 -fstack-protector-strong
+COMMON := -std=c11 -D_GNU_SOURCE -Ishared -I$(TP)/cjson -DCJSON_NESTING_LIMIT=128
+CJSON_FLAGS := -std=c11 -O2 -DCJSON_NESTING_LIMIT=128 -w
+
+# The guest: static musl unless GUEST_CC is overridden (make asan builds it with glibc).
+GUEST_CC ?= $(MUSL_CC)
+GUEST_CFLAGS ?= $(COMMON) $(WARN) -Os -ffunction-sections -fdata-sections \
+	-fstack-protector-strong -I$(TP)/musl/include -isystem $(TP)/kernel-include
+GUEST_LDFLAGS ?= -static -s -Wl,--gc-sections
+GUEST_LIBS ?= $(TP)/musl/lib/libseccomp.a
+
+HOST_CFLAGS := $(COMMON) $(WARN) $(HARDEN) -O2 -g -Ihost/include -Ihost/src -Iguest $(SAN)
+HOST_LDFLAGS := $(SAN)
+
+GUEST_SRC := $(wildcard guest/*.c)
+SHARED_SRC := $(wildcard shared/*.c)
+HOST_SRC := $(wildcard host/src/*.c host/backends/*.c)
+HOSTCLI_SRC := $(wildcard host/cli/*.c)
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+BENCH_SRC := $(wildcard tests/bench/*.c)
+PROBE_SRC := $(wildcard tests/probes/*.c)
+
+GUEST_OBJ := $(patsubst %.c,$(BUILD)/guest-obj/%.o,$(GUEST_SRC) $(SHARED_SRC)) \
+	$(BUILD)/guest-obj/cJSON.o
+HOST_OBJ := $(patsubst %.c,$(BUILD)/host-obj/%.o,$(HOST_SRC) $(SHARED_SRC)) \
+	$(BUILD)/host-obj/cJSON.o
+# The launcher's logic, compiled for the host so unit tests can link it (main.c excluded).
+GUEST_HOSTOBJ := $(patsubst %.c,$(BUILD)/host-obj/%.o,$(filter-out guest/main.c,$(GUEST_SRC)))
+UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
+PROBE_BIN := $(patsubst tests/probes/%.c,$(BUILD)/probes/%,$(PROBE_SRC))
+
+TP_STAMP := $(TP)/.stamp
+
+.PHONY: all deps setup test unit integration asan fuzz bench-launch bench-calls demo clean \
+	size probes
+.DELETE_ON_ERROR:
+
+all: $(BUILD)/maf-launch $(BUILD)/libmafhost.a $(if $(HOSTCLI_SRC),$(BUILD)/maf-host)
+
+# Installs packages (and starts dockerd) when missing; a no-op on a prepared machine.
+setup:
+	@bash .ci/setup
+
+deps: $(TP_STAMP)
+$(TP_STAMP):
+	bash .ci/third-party $(TP)
+
+$(BUILD)/guest-obj/cJSON.o: $(TP_STAMP)
+	@mkdir -p $(dir $@)
+	$(GUEST_CC) $(CJSON_FLAGS) -Os -ffunction-sections -fdata-sections -c $(TP)/cjson/cJSON.c -o $@
+$(BUILD)/guest-obj/%.o: %.c $(TP_STAMP) $(wildcard guest/*.h shared/*.h)
+	@mkdir -p $(dir $@)
+	$(GUEST_CC) $(GUEST_CFLAGS) -c $< -o $@
+
+$(BUILD)/maf-launch: $(GUEST_OBJ)
+	$(GUEST_CC) $(GUEST_LDFLAGS) -o $@ $^ $(GUEST_LIBS)
+	@echo "maf-launch: $$(stat -c %s $@) bytes"
+
+$(BUILD)/host-obj/cJSON.o: $(TP_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CJSON_FLAGS) -g -fPIC $(SAN) -c $(TP)/cjson/cJSON.c -o $@
+$(BUILD)/host-obj/%.o: %.c $(TP_STAMP) $(wildcard guest/*.h shared/*.h host/include/*.h host/src/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(HOST_CFLAGS) -fPIC -c $< -o $@
+
+$(BUILD)/libmafhost.a: $(HOST_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/maf-host: $(patsubst %.c,$(BUILD)/host-obj/%.o,$(HOSTCLI_SRC)) $(BUILD)/libmafhost.a
+	$(CC) $(HOST_LDFLAGS) -o $@ $^ -lm
+
+# Unit tests link the host library, the launcher's logic and cmocka.
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libmafhost.a $(GUEST_HOSTOBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(HOST_CFLAGS) -Itests/unit -o $@ $< $(GUEST_HOSTOBJ) $(BUILD)/libmafhost.a \
+		$(HOST_LDFLAGS) -lcmocka -lseccomp -lm
+
+# Probes are static musl programs the integration tests run inside the sandbox.
+$(BUILD)/probes/%: tests/probes/%.c $(TP_STAMP)
+	@mkdir -p $(dir $@)
+	$(MUSL_CC) -std=c11 -D_GNU_SOURCE $(WARN) -O2 -static -isystem $(TP)/kernel-include -o $@ $<
+
+probes: $(PROBE_BIN)
+
+unit: $(UNIT_BIN)
+	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
+
+integration: all $(PROBE_BIN)
+	MAF_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -p no:cacheprovider tests/integration
+
+# The README's test command: set up the machine, build, run every test.
+test: setup
+	$(MAKE) all
+	$(MAKE) unit
+	$(MAKE) integration
+
+# The same suites with AddressSanitizer and UndefinedBehaviorSanitizer: the launcher is built
+# against glibc for it (sanitizers need a dynamic C library), the host side as usual.
+ASAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+asan: setup deps
+	$(MAKE) BUILD=build/asan SAN="$(ASAN_FLAGS)" GUEST_CC="$(CC)" \
+		GUEST_CFLAGS="$(COMMON) $(WARN) -O1 -g -Iguest $(ASAN_FLAGS)" \
+		GUEST_LDFLAGS="$(ASAN_FLAGS)" GUEST_LIBS=-lseccomp all unit integration
+
+size: $(BUILD)/maf-launch
+	@stat -c '%n: %s bytes' $<
+
+clean:
+	rm -rf $(BUILD)/guest-obj $(BUILD)/host-obj $(BUILD)/tests $(BUILD)/probes \
+		$(BUILD)/maf-launch $(BUILD)/maf-host $(BUILD)/libmafhost.a $(BUILD)/asan
+
+-include tests/bench/bench.mk
+-include tests/fuzz/fuzz.mk

@@ -1,0 +1,9 @@
+/* The launcher's subcommands; each takes the argv after its own name (argv[0] is the
+ * subcommand) and returns the process exit code, or exits through die(). */
+#ifndef MAFL_COMMANDS_H
+#define MAFL_COMMANDS_H
+
+int cmd_run(int argc, char **argv);
+int cmd_policy(int argc, char **argv);
+
+#endif

@@ -1,0 +1,37 @@
+/* Containment applied in the program's process just before exec. */
+#ifndef MAFL_CONTAIN_H
+#define MAFL_CONTAIN_H
+
+#include <stddef.h>
+
+struct mafl_policy {
+	int seccomp;      /* 1: the default filter; 0: none */
+	int egress_open;  /* with the filter: 1 leaves socket() alone, 0 allows only AF_UNIX */
+	int landlock;     /* 1: auto (best effort, ABI probed); 0: off */
+};
+
+/* Loads the seccomp filter for p into the calling process (no_new_privs must be set).
+ * Returns 0, or a negative errno. */
+int mafl_seccomp_load(const struct mafl_policy *p);
+/* Writes the filter for p as libseccomp's PFC text to fd. Returns 0, or a negative errno. */
+int mafl_seccomp_export_pfc(const struct mafl_policy *p, int fd);
+/* The name recorded in program_exit.json: "off", "default" or "default+egress". */
+const char *mafl_seccomp_name(const struct mafl_policy *p);
+
+
+
+/* Applies "--egress", "--seccomp" or "--landlock" with its value to p. Returns 1 if opt is
+ * one of them, 0 if not; dies with a usage error on a bad value. */
+int mafl_policy_option(struct mafl_policy *p, const char *opt, const char *val);
+
+/* Restricts the calling process with Landlock, best effort: reads and execution anywhere,
+ * writes only below run_dir, /tmp, /var/tmp and /dev; with egress closed (ABI 4+) no TCP
+ * bind or connect; (ABI 6+) no signals to, and no abstract unix sockets of, processes
+ * outside the run. Returns the ABI enforced (> 0), 0 if the kernel has no Landlock, or a
+ * negative errno. */
+int mafl_landlock_apply(const struct mafl_policy *p, const char *run_dir);
+/* Names a result of mafl_landlock_apply for program_exit.json: "abi-N", "unsupported",
+ * "failed". */
+void mafl_landlock_name(int result, char *buf, size_t size);
+
+#endif

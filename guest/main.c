@@ -1,0 +1,68 @@
+/* maf-launch: parse the subcommand and dispatch; nothing else lives here. */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+#include "protocol.h"
+#include "util.h"
+
+static const struct command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+} commands[] = {
+	{"run", cmd_run, "start a program detached, supervised and contained"},
+	{"policy", cmd_policy, "print the seccomp filter a run would load"},
+};
+
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static void usage(FILE *f)
+{
+	size_t i;
+
+	fprintf(f, "usage: maf-launch COMMAND [OPTION]... [-- PROGRAM [ARG]...]\n"
+		   "\n"
+		   "The in-sandbox side of maf host-tool calls: starts a program detached from\n"
+		   "the caller, supervises and contains it, and writes the run's markers in the\n"
+		   "maf-sandbox file protocol.\n"
+		   "\n"
+		   "Commands:\n");
+	for (i = 0; i < NCOMMANDS; i++)
+		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+	fprintf(f, "\n"
+		   "Run 'maf-launch COMMAND --help' for a command's options.\n"
+		   "  --help     print this help\n"
+		   "  --version  print the version\n"
+		   "\n"
+		   "Exit codes: 0 success, 2 usage, 125 launcher failure, 126 cannot execute,\n"
+		   "127 not found.\n");
+}
+
+int main(int argc, char **argv)
+{
+	size_t i;
+
+	if (argc < 2) {
+		usage(stderr);
+		return MAFP_EXIT_USAGE;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+		usage(stdout);
+		return 0;
+	}
+	if (strcmp(argv[1], "--version") == 0) {
+		printf("maf-launch %s\n", MAFP_VERSION);
+		return 0;
+	}
+	for (i = 0; i < NCOMMANDS; i++) {
+		if (strcmp(argv[1], commands[i].name) == 0) {
+			static char prog[64];
+
+			snprintf(prog, sizeof(prog), "maf-launch %s", commands[i].name);
+			mafl_prog = prog;
+			return commands[i].fn(argc - 1, argv + 1);
+		}
+	}
+	die(MAFP_EXIT_USAGE, "unknown command '%s' (try 'maf-launch --help')", argv[1]);
+}

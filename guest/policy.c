@@ -1,0 +1,73 @@
+/* maf-launch policy: print the seccomp filter a run would load, as libseccomp PFC text. */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+#include "contain.h"
+#include "protocol.h"
+#include "util.h"
+
+int mafl_policy_option(struct mafl_policy *p, const char *opt, const char *val)
+{
+	if (strcmp(opt, "--egress") == 0) {
+		if (val && strcmp(val, "closed") == 0)
+			p->egress_open = 0;
+		else if (val && strcmp(val, "open") == 0)
+			p->egress_open = 1;
+		else
+			die(MAFP_EXIT_USAGE, "--egress takes 'closed' or 'open'");
+		return 1;
+	}
+	if (strcmp(opt, "--seccomp") == 0) {
+		if (val && strcmp(val, "default") == 0)
+			p->seccomp = 1;
+		else if (val && strcmp(val, "off") == 0)
+			p->seccomp = 0;
+		else
+			die(MAFP_EXIT_USAGE, "--seccomp takes 'default' or 'off'");
+		return 1;
+	}
+	if (strcmp(opt, "--landlock") == 0) {
+		if (val && strcmp(val, "auto") == 0)
+			p->landlock = 1;
+		else if (val && strcmp(val, "off") == 0)
+			p->landlock = 0;
+		else
+			die(MAFP_EXIT_USAGE, "--landlock takes 'auto' or 'off'");
+		return 1;
+	}
+	return 0;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: maf-launch policy [--egress closed|open] [--seccomp default|off]\n"
+		   "\n"
+		   "Prints the seccomp filter 'maf-launch run' would load with the same options, as\n"
+		   "libseccomp's pseudo filter code (PFC). Prints nothing with --seccomp off.\n");
+}
+
+int cmd_policy(int argc, char **argv)
+{
+	struct mafl_policy p = {.seccomp = 1, .egress_open = 0, .landlock = 1};
+	int i, rc;
+
+	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			usage(stdout);
+			return 0;
+		}
+		if (strcmp(argv[i], "--landlock") != 0 &&
+		    mafl_policy_option(&p, argv[i], i + 1 < argc ? argv[i + 1] : NULL)) {
+			i++;
+			continue;
+		}
+		usage(stderr);
+		die(MAFP_EXIT_USAGE, "unknown option '%s'", argv[i]);
+	}
+	fflush(stdout);
+	rc = mafl_seccomp_export_pfc(&p, 1);
+	if (rc < 0)
+		die(MAFP_EXIT_LAUNCHER, "cannot build the seccomp filter: %s", strerror(-rc));
+	return 0;
+}

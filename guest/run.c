@@ -1,0 +1,308 @@
+/* maf-launch run: validate, prepare the run directory, fork the supervisor and return once
+ * the program has really been exec'd (or report why not). */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "protocol.h"
+#include "run.h"
+#include "util.h"
+
+extern char **environ;
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: maf-launch run --run-dir R [OPTION]... [--] PROGRAM [ARG]...\n"
+		"\n"
+		"Starts PROGRAM detached from the caller, in R/work, with its stdout and stderr\n"
+		"merged into R/host_tools/program_output.txt, and returns once PROGRAM has been\n"
+		"exec'd. A supervisor stays with it: it enforces the timeout, ends every process\n"
+		"of the run when PROGRAM ends, and writes R/host_tools/program_exit.json and then\n"
+		"R/host_tools/program_exit_code (128+N when killed by signal N).\n"
+		"\n"
+		"On success prints one JSON line {\"pid\", \"supervisor_pid\", \"session\"} and\n"
+		"the line 'maf-host-tools: session'.\n"
+		"\n"
+		"Options:\n"
+		"  --run-dir R             the run directory: absolute, existing, not a symlink,\n"
+		"                          no ':' or '\\' (required)\n"
+		"  --timeout S             wall-clock limit in seconds (fractions allowed); then\n"
+		"                          SIGTERM, the grace, SIGKILL (default: none)\n"
+		"  --grace S               seconds between SIGTERM and SIGKILL (default: 2)\n"
+		"  --max-output-bytes N    keep at most N bytes of output; the rest is counted and\n"
+		"                          dropped, and the truncation recorded (default: 67108864)\n"
+		"  --egress closed|open    closed: sockets other than AF_UNIX fail with EPERM\n"
+		"                          (default: closed)\n"
+		"  --seccomp default|off   the default seccomp filter, or none (default: default)\n"
+		"  --landlock auto|off     Landlock where the kernel has it, or not at all\n"
+		"                          (default: auto)\n"
+		"  --help                  print this help\n"
+		"\n"
+		"Exit codes: 0 PROGRAM is running, 2 usage, 125 launcher failure, 126 PROGRAM\n"
+		"cannot be executed, 127 PROGRAM not found.\n");
+}
+
+/* Returns the option's value, from "--opt=value" or the next argument. */
+static const char *opt_value(int argc, char **argv, int *i, const char *name)
+{
+	const char *eq = strchr(argv[*i], '=');
+
+	if (eq)
+		return eq + 1;
+	if (*i + 1 >= argc)
+		die(MAFP_EXIT_USAGE, "%s needs a value", name);
+	return argv[++*i];
+}
+
+void run_parse_args(int argc, char **argv, struct run_opts *o)
+{
+	const char *run_dir = NULL, *why;
+	int i;
+
+	memset(o, 0, sizeof(*o));
+	o->grace_ms = MAFL_DEFAULT_GRACE_MS;
+	o->max_output = MAFL_DEFAULT_MAX_OUTPUT;
+	o->policy.seccomp = 1;
+	o->policy.landlock = 1;
+
+	for (i = 1; i < argc; i++) {
+		char name[32];
+		const char *a = argv[i], *v;
+		size_t n;
+
+		if (strcmp(a, "--") == 0) {
+			i++;
+			break;
+		}
+		if (a[0] != '-')
+			break;
+		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+			usage(stdout);
+			exit(0);
+		}
+		n = strcspn(a, "=");
+		if (n >= sizeof(name))
+			die(MAFP_EXIT_USAGE, "unknown option '%s' (try 'maf-launch run --help')", a);
+		memcpy(name, a, n);
+		name[n] = '\0';
+		if (strcmp(name, "--run-dir") == 0) {
+			run_dir = opt_value(argc, argv, &i, name);
+		} else if (strcmp(name, "--timeout") == 0) {
+			v = opt_value(argc, argv, &i, name);
+			if (parse_seconds_ms(v, 86400000LL * 365, &o->timeout_ms) < 0 ||
+			    o->timeout_ms == 0)
+				die(MAFP_EXIT_USAGE, "--timeout takes a positive number of seconds, "
+				    "not '%s'", v);
+		} else if (strcmp(name, "--grace") == 0) {
+			v = opt_value(argc, argv, &i, name);
+			if (parse_seconds_ms(v, 3600000LL, &o->grace_ms) < 0)
+				die(MAFP_EXIT_USAGE, "--grace takes a number of seconds up to 3600, "
+				    "not '%s'", v);
+		} else if (strcmp(name, "--max-output-bytes") == 0) {
+			v = opt_value(argc, argv, &i, name);
+			if (parse_u64(v, 1ull << 50, &o->max_output) < 0)
+				die(MAFP_EXIT_USAGE, "--max-output-bytes takes a byte count, not '%s'",
+				    v);
+		} else if (strcmp(name, "--egress") == 0 || strcmp(name, "--seccomp") == 0 ||
+			   strcmp(name, "--landlock") == 0) {
+			v = opt_value(argc, argv, &i, name);
+			mafl_policy_option(&o->policy, name, v);
+		} else {
+			die(MAFP_EXIT_USAGE, "unknown option '%s' (try 'maf-launch run --help')", a);
+		}
+	}
+	if (!run_dir)
+		die(MAFP_EXIT_USAGE, "--run-dir is required (try 'maf-launch run --help')");
+	if (i >= argc)
+		die(MAFP_EXIT_USAGE, "no PROGRAM to run (try 'maf-launch run --help')");
+	if (argv[i][0] == '\0')
+		die(MAFP_EXIT_USAGE, "PROGRAM is an empty string");
+	if (mafp_run_dir_check(run_dir, &why) < 0)
+		die(MAFP_EXIT_USAGE, "bad --run-dir '%s': %s", run_dir, why);
+	snprintf(o->run_dir, sizeof(o->run_dir), "%s", run_dir);
+	while (strlen(o->run_dir) > 1 && o->run_dir[strlen(o->run_dir) - 1] == '/')
+		o->run_dir[strlen(o->run_dir) - 1] = '\0';
+	o->argv = argv + i;
+}
+
+int run_pythonpath_entry_ok(const char *e, size_t len, const char *run_dir)
+{
+	size_t rlen = strlen(run_dir), i;
+
+	if (len == 0 || e[0] != '/')
+		return 0;
+	for (i = 0; i + 1 < len; i++) {
+		if (e[i] != '/')
+			continue;
+		if (e[i + 1] == '/')
+			return 0;
+		if (e[i + 1] == '.' && (i + 2 == len || e[i + 2] == '/'))
+			return 0;
+		if (e[i + 1] == '.' && i + 2 < len && e[i + 2] == '.' &&
+		    (i + 3 == len || e[i + 3] == '/'))
+			return 0;
+	}
+	if (len >= rlen && memcmp(e, run_dir, rlen) == 0 && (len == rlen || e[rlen] == '/'))
+		return 0;
+	return 1;
+}
+
+static int env_is(const char *entry, const char *name)
+{
+	size_t n = strlen(name);
+
+	return strncmp(entry, name, n) == 0 && entry[n] == '=';
+}
+
+char **run_build_env(char *const *env, const char *run_dir)
+{
+	const char *old_pp = NULL;
+	size_t count = 0, i, out = 0, pplen;
+	char **newenv, *pp, *w;
+
+	for (i = 0; env[i]; i++) {
+		count++;
+		if (env_is(env[i], "PYTHONPATH"))
+			old_pp = env[i] + strlen("PYTHONPATH=");
+	}
+	newenv = calloc(count + 4, sizeof(*newenv));
+	if (!newenv)
+		return NULL;
+	pplen = strlen("PYTHONPATH=") + strlen(run_dir) + strlen("/" MAFP_DIR_HOST_TOOLS) +
+		(old_pp ? strlen(old_pp) + 1 : 0) + 1;
+	pp = malloc(pplen);
+	if (!pp)
+		goto fail;
+	w = pp + sprintf(pp, "PYTHONPATH=%s/%s", run_dir, MAFP_DIR_HOST_TOOLS);
+	while (old_pp && *old_pp) {
+		size_t n = strcspn(old_pp, ":");
+
+		if (run_pythonpath_entry_ok(old_pp, n, run_dir)) {
+			*w++ = ':';
+			memcpy(w, old_pp, n);
+			w += n;
+		}
+		old_pp += n;
+		if (*old_pp == ':')
+			old_pp++;
+	}
+	*w = '\0';
+	newenv[out++] = pp;
+	for (i = 0; env[i]; i++) {
+		if (env_is(env[i], "PYTHONPATH") || env_is(env[i], "PYTHONUNBUFFERED") ||
+		    env_is(env[i], "PYTHONNOUSERSITE"))
+			continue;
+		newenv[out] = strdup(env[i]);
+		if (!newenv[out++])
+			goto fail;
+	}
+	newenv[out] = strdup("PYTHONUNBUFFERED=1");
+	if (!newenv[out++])
+		goto fail;
+	newenv[out] = strdup("PYTHONNOUSERSITE=1");
+	if (!newenv[out++])
+		goto fail;
+	newenv[out] = NULL;
+	return newenv;
+fail:
+	for (i = 0; i < out; i++)
+		free(newenv[i]);
+	free(newenv);
+	return NULL;
+}
+
+/* Opens R/name as a directory, creating it if absent; a symlink there is refused. */
+static int open_subdir(int run_fd, const char *run_dir, const char *name)
+{
+	int fd;
+
+	if (mkdirat(run_fd, name, 0777) < 0 && errno != EEXIST)
+		die_errno(MAFP_EXIT_LAUNCHER, "cannot create %s/%s", run_dir, name);
+	fd = openat(run_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ELOOP || errno == ENOTDIR)
+			die(MAFP_EXIT_LAUNCHER, "%s/%s is not a directory (a symlink or a file)",
+			    run_dir, name);
+		die_errno(MAFP_EXIT_LAUNCHER, "cannot open %s/%s", run_dir, name);
+	}
+	return fd;
+}
+
+static void open_dirs(const struct run_opts *o, struct run_dirs *d)
+{
+	struct stat st;
+
+	if (lstat(o->run_dir, &st) < 0) {
+		if (errno == ENOENT)
+			die(MAFP_EXIT_USAGE, "the run directory %s does not exist", o->run_dir);
+		die_errno(MAFP_EXIT_USAGE, "cannot use the run directory %s", o->run_dir);
+	}
+	if (S_ISLNK(st.st_mode))
+		die(MAFP_EXIT_USAGE, "the run directory %s is a symlink", o->run_dir);
+	if (!S_ISDIR(st.st_mode))
+		die(MAFP_EXIT_USAGE, "the run directory %s is not a directory", o->run_dir);
+	d->run = open(o->run_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (d->run < 0)
+		die_errno(MAFP_EXIT_LAUNCHER, "cannot open the run directory %s", o->run_dir);
+	d->work = open_subdir(d->run, o->run_dir, MAFP_DIR_WORK);
+	d->host_tools = open_subdir(d->run, o->run_dir, MAFP_DIR_HOST_TOOLS);
+}
+
+int cmd_run(int argc, char **argv)
+{
+	struct run_opts o;
+	struct run_dirs d;
+	struct launch_report rep;
+	struct mafp_launch_info info;
+	int pipefd[2];
+	ssize_t n;
+	pid_t sup;
+	char *line;
+
+	run_parse_args(argc, argv, &o);
+	open_dirs(&o, &d);
+	o.envp = run_build_env(environ, o.run_dir);
+	if (!o.envp)
+		die(MAFP_EXIT_LAUNCHER, "out of memory");
+	if (pipe2(pipefd, O_CLOEXEC) < 0)
+		die_errno(MAFP_EXIT_LAUNCHER, "cannot create a pipe");
+	fflush(NULL);
+	sup = fork();
+	if (sup < 0)
+		die_errno(MAFP_EXIT_LAUNCHER, "cannot fork the supervisor");
+	if (sup == 0) {
+		close(pipefd[0]);
+		supervise(&o, &d, pipefd[1]);
+	}
+	close(pipefd[1]);
+	n = read_full(pipefd[0], &rep, sizeof(rep));
+	if (n != (ssize_t)sizeof(rep)) {
+		int st;
+
+		/* The supervisor died before it could say; reap it so no zombie is left. */
+		waitpid(sup, &st, 0);
+		die(MAFP_EXIT_LAUNCHER, "the supervisor ended before the program started");
+	}
+	rep.message[sizeof(rep.message) - 1] = '\0';
+	if (rep.exit_code != 0)
+		die(rep.exit_code, "%s", rep.message);
+	info.pid = rep.pid;
+	info.supervisor_pid = sup;
+	info.session = rep.session;
+	line = mafp_launch_info_encode(&info);
+	if (!line)
+		die(MAFP_EXIT_LAUNCHER, "out of memory");
+	printf("%s\n%s\n", line, MAFP_SESSION_LINE);
+	free(line);
+	if (fflush(stdout) != 0)
+		die_errno(MAFP_EXIT_LAUNCHER, "cannot write to stdout");
+	return 0;
+}

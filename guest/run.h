@@ -1,0 +1,58 @@
+/* maf-launch run: the launch (run.c) and the supervisor that stays with the program
+ * (supervise.c). */
+#ifndef MAFL_RUN_H
+#define MAFL_RUN_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "contain.h"
+#include "protocol.h"
+
+#define MAFL_DEFAULT_MAX_OUTPUT (64ull << 20)
+#define MAFL_DEFAULT_GRACE_MS 2000
+
+struct run_opts {
+	char run_dir[MAFP_RUN_DIR_MAX + 1]; /* without trailing slashes */
+	long long timeout_ms;               /* 0: none */
+	long long grace_ms;                 /* between SIGTERM and SIGKILL */
+	unsigned long long max_output;      /* bytes kept in program_output.txt */
+	struct mafl_policy policy;
+	char **argv;                        /* PROGRAM ARGS..., borrowed from main's argv */
+	char **envp;                        /* the program's environment, built by run.c */
+};
+
+/* What the supervisor tells the launcher through the status pipe, once. */
+struct launch_report {
+	int exit_code;          /* 0: the program was exec'd; else the launcher's exit code */
+	pid_t pid;
+	pid_t session;
+	char message[400];      /* the one line for stderr when exit_code != 0 */
+};
+
+/* Open directories of the run, by file descriptor so no path is resolved twice. */
+struct run_dirs {
+	int run;                /* R */
+	int work;               /* R/work */
+	int host_tools;         /* R/host_tools */
+};
+
+/* Parses run's argv into o. Dies with exit code 2 on bad usage; prints help and exits 0 on
+ * --help. */
+void run_parse_args(int argc, char **argv, struct run_opts *o);
+
+/* Builds the program's environment from env (NULL-terminated): PYTHONPATH rebuilt with
+ * R/host_tools first then only inherited entries that are absolute, canonical and outside
+ * R; PYTHONUNBUFFERED=1; PYTHONNOUSERSITE=1. Returns a malloc'd array of malloc'd strings,
+ * or NULL on allocation failure. */
+char **run_build_env(char *const *env, const char *run_dir);
+
+/* Keeps or drops one inherited PYTHONPATH entry (1 keep, 0 drop), as the shell launcher does. */
+int run_pythonpath_entry_ok(const char *entry, size_t len, const char *run_dir);
+
+/* The supervisor: forks and execs the program, reports the launch through report_fd, then
+ * supervises it to the end and writes the markers. Never returns. */
+__attribute__((noreturn)) void supervise(const struct run_opts *o, const struct run_dirs *d,
+					 int report_fd);
+
+#endif

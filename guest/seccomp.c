@@ -1,0 +1,135 @@
+/* The default seccomp policy (DESIGN.md), built with libseccomp. Denials return an errno so
+ * the program sees an ordinary error (PermissionError in Python); a syscall of another
+ * architecture kills the process, since nothing legitimate in the sandbox makes one. */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stddef.h>
+#include <sys/socket.h>
+
+#include <seccomp.h>
+
+#include "contain.h"
+
+#ifndef CLONE_NEWCGROUP
+#define CLONE_NEWCGROUP 0x02000000
+#endif
+
+/* Syscalls denied outright with EPERM: tracing other processes, loading code into the
+ * kernel, mounting, namespaces and the kernel keyring. io_uring is denied because its
+ * operations bypass this filter entirely. Names unknown to the running libseccomp are
+ * skipped (seccomp_syscall_resolve_name returns __NR_SCMP_ERROR). */
+static const char *const denied[] = {
+	"ptrace", "process_vm_readv", "process_vm_writev", "bpf", "perf_event_open",
+	"userfaultfd", "kexec_load", "kexec_file_load", "init_module", "finit_module",
+	"delete_module", "mount", "umount2", "pivot_root", "move_mount", "open_tree",
+	"fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr", "unshare", "setns",
+	"keyctl", "add_key", "request_key", "io_uring_setup", "io_uring_enter",
+	"io_uring_register", "swapon", "swapoff", "reboot", "acct", "quotactl",
+	"lookup_dcookie", "open_by_handle_at", "name_to_handle_at",
+};
+
+/* clone() flags that would create a namespace; each is denied on its own because
+ * libseccomp compares a masked argument for equality only. CLONE_NEWTIME (0x80) is left
+ * out: for clone() that bit is part of the exit signal. */
+static const unsigned long clone_ns_flags[] = {
+	CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
+	CLONE_NEWCGROUP,
+};
+
+const char *mafl_seccomp_name(const struct mafl_policy *p)
+{
+	if (!p->seccomp)
+		return "off";
+	return p->egress_open ? "default+egress" : "default";
+}
+
+static int build(const struct mafl_policy *p, scmp_filter_ctx *out)
+{
+	scmp_filter_ctx ctx;
+	size_t i;
+	int rc;
+
+	ctx = seccomp_init(SCMP_ACT_ALLOW);
+	if (!ctx)
+		return -ENOMEM;
+	/* Only the native architecture is in the filter; anything else is killed. */
+	rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+	if (rc < 0)
+		goto fail;
+	for (i = 0; i < sizeof(denied) / sizeof(denied[0]); i++) {
+		int nr = seccomp_syscall_resolve_name(denied[i]);
+
+		if (nr == __NR_SCMP_ERROR)
+			continue;
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
+		if (rc < 0)
+			goto fail;
+	}
+	for (i = 0; i < sizeof(clone_ns_flags) / sizeof(clone_ns_flags[0]); i++) {
+		const struct scmp_arg_cmp has_flag = {
+			.arg = 0, .op = SCMP_CMP_MASKED_EQ,
+			.datum_a = clone_ns_flags[i], .datum_b = clone_ns_flags[i],
+		};
+
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1, has_flag);
+		if (rc < 0)
+			goto fail;
+	}
+	/* clone3 passes its flags in memory the filter cannot read; ENOSYS makes libc fall back
+	 * to clone(), whose flags it can. */
+	rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+	if (rc < 0)
+		goto fail;
+	if (!p->egress_open) {
+		/* The kernel reads the domain as an int, so 0x100000002 is AF_INET. The
+		 * comparison is of all 64 bits: anything but exactly AF_UNIX is denied, so high
+		 * bits can only turn an allowed call into a denied one, never the reverse. */
+		const struct scmp_arg_cmp not_unix = {
+			.arg = 0, .op = SCMP_CMP_NE, .datum_a = AF_UNIX, .datum_b = 0,
+		};
+
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 1, not_unix);
+		if (rc < 0)
+			goto fail;
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socketpair), 1,
+				      not_unix);
+		if (rc < 0)
+			goto fail;
+	}
+	*out = ctx;
+	return 0;
+fail:
+	seccomp_release(ctx);
+	return rc;
+}
+
+int mafl_seccomp_load(const struct mafl_policy *p)
+{
+	scmp_filter_ctx ctx;
+	int rc;
+
+	if (!p->seccomp)
+		return 0;
+	rc = build(p, &ctx);
+	if (rc < 0)
+		return rc;
+	rc = seccomp_load(ctx);
+	seccomp_release(ctx);
+	return rc;
+}
+
+int mafl_seccomp_export_pfc(const struct mafl_policy *p, int fd)
+{
+	scmp_filter_ctx ctx;
+	int rc;
+
+	if (!p->seccomp)
+		return 0;
+	rc = build(p, &ctx);
+	if (rc < 0)
+		return rc;
+	rc = seccomp_export_pfc(ctx, fd);
+	seccomp_release(ctx);
+	return rc;
+}

@@ -1,0 +1,471 @@
+/* The supervisor: the process maf-launch run leaves behind with the program. It leads its
+ * own session, is the child subreaper of the whole run, relays the program's output into the
+ * capped output file, enforces the timeout, ends every process of the run when the program
+ * ends, and publishes the exit record and the legacy markers. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "contain.h"
+#include "protocol.h"
+#include "run.h"
+#include "tree.h"
+#include "util.h"
+
+/* Messages from the program's process to the supervisor over a close-on-exec pipe: EOF
+ * without a FAIL message means exec succeeded. */
+enum child_msg_kind { CHILD_LANDLOCK = 1, CHILD_FAIL = 2 };
+struct child_msg {
+	int kind;
+	int code;               /* FAIL: the launcher exit code; LANDLOCK: the ABI or <= 0 */
+	int err;                /* errno */
+	char what[96];          /* FAIL: the step that failed */
+};
+
+static void send_report(int fd, int code, pid_t pid, pid_t session, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+static void send_report(int fd, int code, pid_t pid, pid_t session, const char *fmt, ...)
+{
+	struct launch_report rep;
+	va_list ap;
+
+	memset(&rep, 0, sizeof(rep));
+	rep.exit_code = code;
+	rep.pid = pid;
+	rep.session = session;
+	va_start(ap, fmt);
+	vsnprintf(rep.message, sizeof(rep.message), fmt, ap);
+	va_end(ap);
+	write_all(fd, &rep, sizeof(rep));
+	close(fd);
+}
+
+static __attribute__((noreturn)) void child_fail(int fd, int code, int err, const char *what)
+{
+	struct child_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.kind = CHILD_FAIL;
+	m.code = code;
+	m.err = err;
+	str_copy(m.what, sizeof(m.what), what);
+	write_all(fd, &m, sizeof(m));
+	_exit(code);
+}
+
+/* In the program's process: stdio, session, containment in DESIGN.md's order, exec. */
+static __attribute__((noreturn)) void child_exec(const struct run_opts *o, const struct run_dirs *d,
+						 int out_w, int msg_fd)
+{
+	struct rlimit core = {0, 0};
+	sigset_t none;
+	int devnull, i, rc;
+
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	for (i = 1; i < NSIG; i++)
+		signal(i, SIG_DFL);
+	devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (devnull < 0)
+		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, errno, "open /dev/null");
+	if (dup2(devnull, 0) < 0 || dup2(out_w, 1) < 0 || dup2(out_w, 2) < 0)
+		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, errno, "set up stdio");
+	if (fchdir(d->work) < 0)
+		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, errno, "enter the work directory");
+	if (setrlimit(RLIMIT_CORE, &core) < 0)
+		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, errno, "set RLIMIT_CORE");
+	if (setsid() < 0)
+		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, errno, "create a session");
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, errno, "set no_new_privs");
+	if (o->policy.landlock) {
+		struct child_msg m;
+		int abi = mafl_landlock_apply(&o->policy, o->run_dir);
+
+		memset(&m, 0, sizeof(m));
+		m.kind = CHILD_LANDLOCK;
+		m.code = abi;
+		write_all(msg_fd, &m, sizeof(m));
+	}
+	rc = mafl_seccomp_load(&o->policy);
+	if (rc < 0)
+		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, -rc, "load the seccomp filter");
+	execvpe(o->argv[0], o->argv, o->envp);
+	child_fail(msg_fd, errno == ENOENT ? MAFP_EXIT_NOT_FOUND : MAFP_EXIT_CANNOT_EXEC, errno,
+		   "exec");
+}
+
+struct sup {
+	const struct run_opts *o;
+	const struct run_dirs *d;
+	pid_t pid;               /* the program */
+	int out_fd;              /* program_output.txt */
+	int out_r;               /* the read end of the program's stdout/stderr */
+	unsigned long long out_bytes, out_kept;
+	int out_truncated, out_broken;
+	int main_alive, main_wstatus;
+	long long start_ms;
+	enum mafp_status status;
+	char landlock[32];
+};
+
+/* Moves whatever the program wrote into the output file, keeping at most max_output bytes
+ * and counting the rest. Returns 0 at EOF, 1 if more may come. */
+static int relay_output(struct sup *s)
+{
+	char buf[65536];
+	ssize_t n = read(s->out_r, buf, sizeof(buf));
+
+	if (n < 0)
+		return (errno == EINTR || errno == EAGAIN) ? 1 : 0;
+	if (n == 0)
+		return 0;
+	s->out_bytes += (unsigned long long)n;
+	if (!s->out_broken && s->out_kept < s->o->max_output) {
+		unsigned long long room = s->o->max_output - s->out_kept;
+		size_t keep = (unsigned long long)n < room ? (size_t)n : (size_t)room;
+
+		if (write_all(s->out_fd, buf, keep) < 0)
+			s->out_broken = 1;	/* e.g. ENOSPC: stop writing, keep draining */
+		else
+			s->out_kept += keep;
+		if (keep < (size_t)n)
+			s->out_truncated = 1;
+	} else {
+		s->out_truncated = 1;
+	}
+	return 1;
+}
+
+static void reap(struct sup *s)
+{
+	int st;
+	pid_t p;
+
+	while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
+		if (p == s->pid) {
+			s->main_alive = 0;
+			s->main_wstatus = st;
+		}
+	}
+}
+
+/* Ends every process of the run: SIGKILL to each descendant until none is left. Orphans are
+ * reparented to us (child subreaper), so "no child left" means "no descendant left". A
+ * process forked between a scan and the kills is found by the next scan. */
+static void kill_run(struct sup *s)
+{
+	for (;;) {
+		int n = mafl_tree_signal(getpid(), SIGKILL);
+
+		reap(s);
+		if (n == 0 && waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD)
+			return;
+		if (n < 0)
+			return;	/* /proc is unreadable: nothing more we can find */
+		{
+			struct timespec ts = {0, 1000000};
+
+			nanosleep(&ts, NULL);
+		}
+	}
+}
+
+static void arm(int tfd, long long ms)
+{
+	struct itimerspec it;
+
+	memset(&it, 0, sizeof(it));
+	it.it_value.tv_sec = ms / 1000;
+	it.it_value.tv_nsec = (ms % 1000) * 1000000;
+	if (ms <= 0)
+		it.it_value.tv_nsec = 1;
+	timerfd_settime(tfd, 0, &it, NULL);
+}
+
+/* SIGTERM to the whole run now, SIGKILL after the grace (the timer fires again). */
+static void begin_end(struct sup *s, enum mafp_status why, int tfd, int *phase)
+{
+	if (*phase != 0)
+		return;
+	s->status = why;
+	mafl_tree_signal(getpid(), SIGTERM);
+	*phase = 1;
+	arm(tfd, s->o->grace_ms);
+}
+
+static void write_markers(struct sup *s, const struct mafp_exit_record *rec)
+{
+	char num[32];
+	char *json = mafp_exit_record_encode(rec);
+	int n;
+
+	/* The record first, durably: once program_exit_code exists a host may reclaim the run. */
+	if (json) {
+		publish_at(s->d->host_tools, MAFP_FILE_EXIT_RECORD, json, strlen(json), 1);
+		free(json);
+	}
+	n = snprintf(num, sizeof(num), "%d", rec->exit_code);
+	publish_at(s->d->host_tools, MAFP_MARKER_EXIT_CODE, num, (size_t)n, 1);
+}
+
+static void fill_usage(struct mafp_exit_record *rec, long long start_ms)
+{
+	struct rusage ru;
+
+	rec->wall_ms = now_ms() - start_ms;
+	if (getrusage(RUSAGE_CHILDREN, &ru) == 0) {
+		rec->cpu_ms = (int64_t)ru.ru_utime.tv_sec * 1000 + ru.ru_utime.tv_usec / 1000 +
+			      (int64_t)ru.ru_stime.tv_sec * 1000 + ru.ru_stime.tv_usec / 1000;
+		rec->peak_rss_kb = ru.ru_maxrss;
+	}
+}
+
+/* The program could not be started: say so in the output file, the exit record and the
+ * legacy marker (as sh would have, with 126 or 127), and to the launcher. */
+static __attribute__((noreturn)) void launch_failed(struct sup *s, int report_fd,
+						    const struct child_msg *m)
+{
+	struct mafp_exit_record rec;
+	char line[512];
+	int n;
+
+	reap(s);
+	if (m->code == MAFP_EXIT_NOT_FOUND)
+		n = snprintf(line, sizeof(line), "%s: not found", s->o->argv[0]);
+	else if (m->code == MAFP_EXIT_CANNOT_EXEC)
+		n = snprintf(line, sizeof(line), "%s: cannot execute: %s", s->o->argv[0],
+			     strerror(m->err));
+	else
+		n = snprintf(line, sizeof(line), "cannot %s: %s", m->what, strerror(m->err));
+	if (n >= (int)sizeof(line))
+		n = sizeof(line) - 1;
+	dprintf(s->out_fd, "maf-launch: %s\n", line);
+	memset(&rec, 0, sizeof(rec));
+	rec.status = MAFP_STATUS_LAUNCH_FAILED;
+	rec.exit_code = m->code;
+	str_copy(rec.seccomp, sizeof(rec.seccomp), mafl_seccomp_name(&s->o->policy));
+	str_copy(rec.landlock, sizeof(rec.landlock), s->landlock);
+	str_copy(rec.error, sizeof(rec.error), line);
+	fill_usage(&rec, s->start_ms);
+	write_markers(s, &rec);
+	send_report(report_fd, m->code, 0, 0, "%s", line);
+	_exit(0);
+}
+
+/* Reads the program process's messages until exec (EOF) or failure. Returns the failure
+ * message's kind (CHILD_FAIL) with *m filled, or 0 when exec succeeded. */
+static int await_exec(struct sup *s, int msg_r, struct child_msg *fail)
+{
+	struct child_msg m;
+
+	for (;;) {
+		ssize_t n = read_full(msg_r, &m, sizeof(m));
+
+		if (n == 0)
+			return 0;
+		if (n != (ssize_t)sizeof(m)) {
+			/* Died between fork and exec without a word (e.g. killed). */
+			memset(fail, 0, sizeof(*fail));
+			fail->kind = CHILD_FAIL;
+			fail->code = MAFP_EXIT_LAUNCHER;
+			fail->err = EIO;
+			snprintf(fail->what, sizeof(fail->what), "start the program");
+			return CHILD_FAIL;
+		}
+		if (m.kind == CHILD_LANDLOCK)
+			mafl_landlock_name(m.code, s->landlock, sizeof(s->landlock));
+		else if (m.kind == CHILD_FAIL) {
+			*fail = m;
+			return CHILD_FAIL;
+		}
+	}
+}
+
+static void publish_pid_markers(struct sup *s)
+{
+	char num[32];
+	int n = snprintf(num, sizeof(num), "%d", (int)s->pid);
+
+	/* Upstream's inner shell writes the session first, then the pid. The program leads its
+	 * own session, so both are its pid. */
+	publish_at(s->d->host_tools, MAFP_MARKER_SESSION, num, (size_t)n, 0);
+	publish_at(s->d->host_tools, MAFP_MARKER_PID, num, (size_t)n, 0);
+}
+
+void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd)
+{
+	struct sup s;
+	struct child_msg fail;
+	struct mafp_exit_record rec;
+	sigset_t mask;
+	int out_pipe[2], msg_pipe[2], devnull, sfd, tfd, phase = 0, out_open = 1;
+
+	memset(&s, 0, sizeof(s));
+	s.o = o;
+	s.d = d;
+	s.status = MAFP_STATUS_EXITED;
+	snprintf(s.landlock, sizeof(s.landlock), "off");
+
+	/* Let go of the caller: its session, its terminal and its pipes (docker exec reads
+	 * them to EOF, and must get EOF as soon as the launcher returns). */
+	setsid();
+	devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (devnull >= 0) {
+		dup2(devnull, 0);
+		dup2(devnull, 1);
+		dup2(devnull, 2);
+		if (devnull > 2)
+			close(devnull);
+	}
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGQUIT);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (sfd < 0 || tfd < 0) {
+		send_report(report_fd, MAFP_EXIT_LAUNCHER, 0, 0, "cannot create the supervisor's "
+			    "signal and timer descriptors: %s", strerror(errno));
+		_exit(1);
+	}
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
+		send_report(report_fd, MAFP_EXIT_LAUNCHER, 0, 0, "cannot become the run's child "
+			    "subreaper: %s", strerror(errno));
+		_exit(1);
+	}
+	s.out_fd = openat(d->host_tools, MAFP_FILE_OUTPUT,
+			  O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
+	if (s.out_fd < 0) {
+		send_report(report_fd, MAFP_EXIT_LAUNCHER, 0, 0, "cannot create %s/%s/%s: %s",
+			    o->run_dir, MAFP_DIR_HOST_TOOLS, MAFP_FILE_OUTPUT, strerror(errno));
+		_exit(1);
+	}
+	if (pipe2(out_pipe, O_CLOEXEC) < 0 || pipe2(msg_pipe, O_CLOEXEC) < 0) {
+		send_report(report_fd, MAFP_EXIT_LAUNCHER, 0, 0, "cannot create a pipe: %s",
+			    strerror(errno));
+		_exit(1);
+	}
+	s.out_r = out_pipe[0];
+	s.start_ms = now_ms();
+	s.pid = fork();
+	if (s.pid < 0) {
+		send_report(report_fd, MAFP_EXIT_LAUNCHER, 0, 0, "cannot fork the program: %s",
+			    strerror(errno));
+		_exit(1);
+	}
+	if (s.pid == 0) {
+		close(report_fd);
+		close(out_pipe[0]);
+		close(msg_pipe[0]);
+		child_exec(o, d, out_pipe[1], msg_pipe[1]);
+	}
+	s.main_alive = 1;
+	close(out_pipe[1]);
+	close(msg_pipe[1]);
+	if (await_exec(&s, msg_pipe[0], &fail) == CHILD_FAIL) {
+		/* Drain what the child may have written before failing. */
+		close(msg_pipe[0]);
+		kill_run(&s);
+		while (relay_output(&s))
+			;
+		launch_failed(&s, report_fd, &fail);
+	}
+	close(msg_pipe[0]);
+	publish_pid_markers(&s);
+	send_report(report_fd, 0, s.pid, s.pid, "started");
+	if (o->timeout_ms > 0)
+		arm(tfd, o->timeout_ms);
+	fcntl(s.out_r, F_SETFL, O_NONBLOCK);
+
+	while (s.main_alive) {
+		struct pollfd pf[3] = {
+			{.fd = sfd, .events = POLLIN},
+			{.fd = tfd, .events = POLLIN},
+			{.fd = out_open ? s.out_r : -1, .events = POLLIN},
+		};
+
+		if (poll(pf, 3, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (pf[0].revents & POLLIN) {
+			struct signalfd_siginfo si;
+
+			while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+				if (si.ssi_signo == SIGCHLD)
+					reap(&s);
+				else
+					begin_end(&s, MAFP_STATUS_STOPPED, tfd, &phase);
+			}
+		}
+		if (pf[1].revents & POLLIN) {
+			unsigned long long ticks;
+
+			if (read(tfd, &ticks, sizeof(ticks)) == (ssize_t)sizeof(ticks)) {
+				if (phase == 0) {
+					begin_end(&s, MAFP_STATUS_TIMEOUT, tfd, &phase);
+				} else {
+					phase = 2;
+					mafl_tree_signal(getpid(), SIGKILL);
+				}
+			}
+		}
+		if (pf[2].revents & (POLLIN | POLLHUP | POLLERR)) {
+			int more, i;
+
+			/* Bounded so signals and the timer are not starved by a flood. */
+			for (i = 0, more = 1; more && i < 64; i++)
+				more = relay_output(&s);
+			if (!more)
+				out_open = 0;
+		}
+	}
+
+	/* The program has ended: end the rest of the run, then take the last of its output. */
+	kill_run(&s);
+	if (out_open) {
+		struct pollfd pf = {.fd = s.out_r, .events = POLLIN};
+
+		/* Every writer in the run is gone; only a descriptor passed outside the run could
+		 * keep the pipe open, so stop at EOF or after a quiet 200 ms. */
+		while (poll(&pf, 1, 200) > 0 && relay_output(&s))
+			;
+	}
+	fsync(s.out_fd);
+	close(s.out_fd);
+
+	memset(&rec, 0, sizeof(rec));
+	rec.exit_code = mafp_exit_code_from_wait_status(s.main_wstatus);
+	if (s.status == MAFP_STATUS_EXITED && WIFSIGNALED(s.main_wstatus))
+		s.status = MAFP_STATUS_SIGNALED;
+	rec.status = s.status;
+	rec.signal = WIFSIGNALED(s.main_wstatus) ? WTERMSIG(s.main_wstatus) : 0;
+	rec.output_bytes = (int64_t)s.out_bytes;
+	rec.output_truncated = s.out_truncated;
+	str_copy(rec.seccomp, sizeof(rec.seccomp), mafl_seccomp_name(&o->policy));
+	str_copy(rec.landlock, sizeof(rec.landlock), s.landlock);
+	fill_usage(&rec, s.start_ms);
+	write_markers(&s, &rec);
+	_exit(0);
+}

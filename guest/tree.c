@@ -1,0 +1,131 @@
+#include "tree.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util.h"
+
+int mafl_parse_stat_ppid(const char *buf, size_t len, pid_t *ppid)
+{
+	const char *p = NULL, *end = buf + len;
+	long v = 0;
+	size_t i;
+
+	/* The command name is in parentheses and may contain ')': the last one closes it. */
+	for (i = len; i > 0; i--) {
+		if (buf[i - 1] == ')') {
+			p = buf + i;
+			break;
+		}
+	}
+	/* ") S PPID ..." */
+	if (!p || end - p < 5 || p[0] != ' ' || p[2] != ' ')
+		return -1;
+	p += 3;
+	if (p >= end || *p < '0' || *p > '9')
+		return -1;
+	for (; p < end && *p >= '0' && *p <= '9'; p++) {
+		v = v * 10 + (*p - '0');
+		if (v > 0x7fffffff)
+			return -1;
+	}
+	if (p < end && *p != ' ')
+		return -1;
+	*ppid = (pid_t)v;
+	return 0;
+}
+
+struct proc_ent {
+	pid_t pid, ppid;
+	int mark;
+};
+
+static int read_ppid(int procfd, const char *name, pid_t *ppid)
+{
+	char path[64], buf[1024];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/stat", name);
+	fd = openat(procfd, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read_full(fd, buf, sizeof(buf));
+	close(fd);
+	if (n <= 0)
+		return -1;
+	return mafl_parse_stat_ppid(buf, (size_t)n, ppid);
+}
+
+int mafl_tree_signal(pid_t root, int sig)
+{
+	struct proc_ent *ents = NULL;
+	size_t n = 0, cap = 0, i;
+	struct dirent *de;
+	int changed, count = 0, procfd;
+	DIR *dir;
+
+	dir = opendir("/proc");
+	if (!dir)
+		return -1;
+	procfd = dirfd(dir);
+	while ((de = readdir(dir))) {
+		char *e;
+		long pid = strtol(de->d_name, &e, 10);
+		pid_t ppid;
+
+		if (*e || pid <= 0 || pid == root)
+			continue;
+		if (read_ppid(procfd, de->d_name, &ppid) < 0)
+			continue;	/* gone already */
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 256;
+			struct proc_ent *ne = realloc(ents, ncap * sizeof(*ents));
+
+			if (!ne)
+				break;
+			ents = ne;
+			cap = ncap;
+		}
+		ents[n].pid = (pid_t)pid;
+		ents[n].ppid = ppid;
+		ents[n].mark = 0;
+		n++;
+	}
+	closedir(dir);
+	/* Mark descendants: a process is one when its parent is root or marked. Passes repeat
+	 * until nothing changes, which takes as many passes as the tree is deep. */
+	do {
+		changed = 0;
+		for (i = 0; i < n; i++) {
+			size_t j;
+
+			if (ents[i].mark)
+				continue;
+			if (ents[i].ppid == root) {
+				ents[i].mark = 1;
+				changed = 1;
+				continue;
+			}
+			for (j = 0; j < n; j++) {
+				if (ents[j].mark && ents[j].pid == ents[i].ppid) {
+					ents[i].mark = 1;
+					changed = 1;
+					break;
+				}
+			}
+		}
+	} while (changed);
+	for (i = 0; i < n; i++) {
+		if (ents[i].mark && kill(ents[i].pid, sig) == 0)
+			count++;
+	}
+	free(ents);
+	return count;
+}

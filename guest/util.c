@@ -1,0 +1,195 @@
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "protocol.h"
+
+const char *mafl_prog = "maf-launch";
+
+static void vwarn(const char *fmt, va_list ap, int err)
+{
+	char msg[1024];
+	int n = vsnprintf(msg, sizeof(msg), fmt, ap);
+
+	if (n < 0)
+		msg[0] = '\0';
+	if (err)
+		dprintf(2, "%s: %s: %s\n", mafl_prog, msg, strerror(err));
+	else
+		dprintf(2, "%s: %s\n", mafl_prog, msg);
+}
+
+void die(int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vwarn(fmt, ap, 0);
+	va_end(ap);
+	exit(code);
+}
+
+void die_errno(int code, const char *fmt, ...)
+{
+	int err = errno;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vwarn(fmt, ap, err);
+	va_end(ap);
+	exit(code);
+}
+
+void warnx(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vwarn(fmt, ap, 0);
+	va_end(ap);
+}
+
+int write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (n == 0) {
+			errno = EIO;
+			return -1;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+ssize_t read_full(int fd, void *buf, size_t size)
+{
+	char *p = buf;
+	size_t got = 0;
+
+	while (got < size) {
+		ssize_t n = read(fd, p + got, size - got);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	return (ssize_t)got;
+}
+
+int publish_at(int dirfd, const char *name, const void *content, size_t len, int durable)
+{
+	char part[256];
+	int fd, err;
+
+	if (snprintf(part, sizeof(part), "%s%s", name, MAFP_PART_SUFFIX) >= (int)sizeof(part)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	/* O_NOFOLLOW: the program may have planted a symlink under the .part name. */
+	fd = openat(dirfd, part, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
+	if (fd < 0)
+		return -1;
+	if (write_all(fd, content, len) < 0 || (durable && fsync(fd) < 0))
+		goto fail;
+	if (close(fd) < 0) {
+		fd = -1;
+		goto fail;
+	}
+	fd = -1;
+	if (renameat(dirfd, part, dirfd, name) < 0)
+		goto fail;
+	if (durable && fsync(dirfd) < 0)
+		return -1;
+	return 0;
+fail:
+	err = errno;
+	if (fd >= 0)
+		close(fd);
+	unlinkat(dirfd, part, 0);
+	errno = err;
+	return -1;
+}
+
+int parse_u64(const char *s, unsigned long long max, unsigned long long *out)
+{
+	unsigned long long v = 0;
+
+	if (!*s)
+		return -1;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return -1;
+		if (v > (max - (unsigned)(*s - '0')) / 10)
+			return -1;
+		v = v * 10 + (unsigned)(*s - '0');
+	}
+	*out = v;
+	return 0;
+}
+
+int parse_seconds_ms(const char *s, long long max_ms, long long *out_ms)
+{
+	long long whole = 0, frac = 0, scale = 100;
+	int digits = 0;
+
+	for (; *s >= '0' && *s <= '9'; s++, digits++) {
+		whole = whole * 10 + (*s - '0');
+		if (whole > max_ms / 1000 + 1)
+			return -1;
+	}
+	if (*s == '.') {
+		for (s++; *s >= '0' && *s <= '9'; s++, digits++) {
+			frac += (*s - '0') * scale;
+			scale /= 10;
+		}
+	}
+	if (*s || digits == 0)
+		return -1;
+	whole = whole * 1000 + frac;
+	if (whole > max_ms)
+		return -1;
+	*out_ms = whole;
+	return 0;
+}
+
+long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void str_copy(char *dst, size_t size, const char *src)
+{
+	size_t n = strlen(src);
+
+	if (size == 0)
+		return;
+	if (n >= size)
+		n = size - 1;
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}

@@ -1,0 +1,38 @@
+/* Small helpers shared by the launcher's subcommands: dying clearly, whole reads and
+ * writes, and markers published atomically. */
+#ifndef MAFL_UTIL_H
+#define MAFL_UTIL_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+extern const char *mafl_prog;	/* "maf-launch", or "maf-launch run" once dispatched */
+
+/* Prints "maf-launch: MESSAGE" on stderr and exits with code. */
+__attribute__((noreturn, format(printf, 2, 3))) void die(int code, const char *fmt, ...);
+/* As die(), with ": strerror(errno)" appended. */
+__attribute__((noreturn, format(printf, 2, 3))) void die_errno(int code, const char *fmt, ...);
+/* Prints the message without exiting. */
+__attribute__((format(printf, 1, 2))) void warnx(const char *fmt, ...);
+
+/* Writes all of buf, looping on EINTR and short writes. Returns 0, or -1 with errno set. */
+int write_all(int fd, const void *buf, size_t len);
+/* Reads up to size bytes until EOF, looping on EINTR. Returns bytes read, or -1 with errno. */
+ssize_t read_full(int fd, void *buf, size_t size);
+
+/* Publishes content as dir/name: writes dir/name.part (mode 0666 less umask), fsyncs it if
+ * durable, renames it into place and, if durable, fsyncs the directory. dirfd is an open
+ * directory. Returns 0, or -1 with errno set (the .part file is removed). */
+int publish_at(int dirfd, const char *name, const void *content, size_t len, int durable);
+
+/* Parses a duration in seconds ("30", "0.5") into milliseconds. Returns 0 or -1. */
+int parse_seconds_ms(const char *s, long long max_ms, long long *out_ms);
+/* Parses a non-negative decimal integer no larger than max. Returns 0 or -1. */
+int parse_u64(const char *s, unsigned long long max, unsigned long long *out);
+
+/* Monotonic milliseconds. */
+long long now_ms(void);
+
+/* Copies src into dst of size bytes, truncating, always terminated. */
+void str_copy(char *dst, size_t size, const char *src);
+#endif

@@ -1,0 +1,533 @@
+#include "protocol.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+int mafp_run_dir_check(const char *run_dir, const char **why)
+{
+	size_t len;
+	const char *p;
+
+	if (!run_dir || !*run_dir) {
+		*why = "the run directory is empty";
+		return -1;
+	}
+	len = strlen(run_dir);
+	if (run_dir[0] != '/') {
+		*why = "the run directory must be an absolute path";
+		return -1;
+	}
+	if (len > MAFP_RUN_DIR_MAX) {
+		*why = "the run directory path is too long";
+		return -1;
+	}
+	if (strpbrk(run_dir, ":\\")) {
+		*why = "the run directory must not contain ':' or '\\'";
+		return -1;
+	}
+	if (strspn(run_dir, "/") == len) {
+		*why = "the run directory must not be the root directory";
+		return -1;
+	}
+	/* A "." or ".." component would make "outside R" checks on paths meaningless. */
+	for (p = run_dir; *p; ) {
+		size_t n;
+
+		while (*p == '/')
+			p++;
+		n = strcspn(p, "/");
+		if ((n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.')) {
+			*why = "the run directory must not contain '.' or '..' components";
+			return -1;
+		}
+		p += n;
+	}
+	return 0;
+}
+
+int mafp_host_tools_path(char *buf, size_t size, const char *run_dir, const char *name)
+{
+	int n = snprintf(buf, size, "%s/%s/%s", run_dir, MAFP_DIR_HOST_TOOLS, name);
+
+	return (n < 0 || (size_t)n >= size) ? -1 : 0;
+}
+
+int mafp_call_file_name(char *buf, size_t size, long id, const char *suffix)
+{
+	int n;
+
+	if (id < 1 || id > MAFP_CALL_ID_MAX)
+		return -1;
+	n = snprintf(buf, size, "%0*ld%s", MAFP_CALL_ID_WIDTH, id, suffix);
+	return (n < 0 || (size_t)n >= size) ? -1 : 0;
+}
+
+int mafp_marker_parse(const char *buf, size_t len, long min, long max, long *out)
+{
+	long v = 0;
+	size_t i = 0;
+	int neg = 0;
+
+	if (len == 0 || len > MAFP_MARKER_MAX)
+		return -1;
+	if (buf[0] == '-') {
+		if (min >= 0)
+			return -1;
+		neg = 1;
+		i = 1;
+	}
+	if (i == len)
+		return -1;
+	for (; i < len; i++) {
+		if (buf[i] < '0' || buf[i] > '9')
+			return -1;
+		if (v > (max > -min ? max : -min) / 10)
+			return -1;
+		v = v * 10 + (buf[i] - '0');
+	}
+	if (neg)
+		v = -v;
+	if (v < min || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int mafp_exit_code_from_wait_status(int wstatus)
+{
+	if (WIFEXITED(wstatus))
+		return WEXITSTATUS(wstatus);
+	if (WIFSIGNALED(wstatus))
+		return 128 + WTERMSIG(wstatus);
+	return 255;
+}
+
+static const char *const status_names[] = {
+	[MAFP_STATUS_EXITED] = "exited",
+	[MAFP_STATUS_SIGNALED] = "signaled",
+	[MAFP_STATUS_TIMEOUT] = "timeout",
+	[MAFP_STATUS_STOPPED] = "stopped",
+	[MAFP_STATUS_LAUNCH_FAILED] = "launch_failed",
+};
+
+const char *mafp_status_name(enum mafp_status status)
+{
+	if ((unsigned)status >= sizeof(status_names) / sizeof(status_names[0]))
+		return "unknown";
+	return status_names[status];
+}
+
+int mafp_status_from_name(const char *name, enum mafp_status *out)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(status_names) / sizeof(status_names[0]); i++) {
+		if (strcmp(name, status_names[i]) == 0) {
+			*out = (enum mafp_status)i;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* cJSON's own nesting limit is a compile-time constant of 1000; guest-written JSON gets a
+ * much smaller one, checked before parsing so a deep document costs no allocation. */
+static int json_depth_ok(const char *buf, size_t len)
+{
+	int depth = 0, in_string = 0;
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		char c = buf[i];
+
+		if (in_string) {
+			if (c == '\\')
+				i++;
+			else if (c == '"')
+				in_string = 0;
+			continue;
+		}
+		if (c == '"') {
+			in_string = 1;
+		} else if (c == '{' || c == '[') {
+			if (++depth > MAFP_JSON_DEPTH_MAX)
+				return 0;
+		} else if (c == '}' || c == ']') {
+			depth--;
+		}
+	}
+	return 1;
+}
+
+cJSON *mafp_json_parse(const char *buf, size_t len, size_t max_len)
+{
+	const char *end = NULL;
+	cJSON *root;
+
+	if (!buf || len == 0 || len > max_len)
+		return NULL;
+	if (memchr(buf, '\0', len))
+		return NULL;
+	if (!json_depth_ok(buf, len))
+		return NULL;
+	root = cJSON_ParseWithLengthOpts(buf, len, &end, 0);
+	if (!root)
+		return NULL;
+	while (end && end < buf + len &&
+	       (*end == ' ' || *end == '\n' || *end == '\r' || *end == '\t'))
+		end++;
+	if (!end || end != buf + len) {
+		cJSON_Delete(root);
+		return NULL;
+	}
+	return root;
+}
+
+static int add_int(cJSON *obj, const char *key, int64_t v)
+{
+	return cJSON_AddNumberToObject(obj, key, (double)v) ? 0 : -1;
+}
+
+char *mafp_exit_record_encode(const struct mafp_exit_record *rec)
+{
+	cJSON *o = cJSON_CreateObject();
+	char *out = NULL;
+	int bad = 0;
+
+	if (!o)
+		return NULL;
+	bad |= !cJSON_AddStringToObject(o, "status", mafp_status_name(rec->status));
+	bad |= add_int(o, "exit_code", rec->exit_code);
+	bad |= add_int(o, "signal", rec->signal);
+	bad |= add_int(o, "wall_ms", rec->wall_ms);
+	bad |= add_int(o, "cpu_ms", rec->cpu_ms);
+	bad |= add_int(o, "peak_rss_kb", rec->peak_rss_kb);
+	bad |= add_int(o, "output_bytes", rec->output_bytes);
+	bad |= !cJSON_AddBoolToObject(o, "output_truncated", rec->output_truncated);
+	bad |= add_int(o, "calls", rec->calls);
+	bad |= !cJSON_AddStringToObject(o, "seccomp", rec->seccomp);
+	bad |= !cJSON_AddStringToObject(o, "landlock", rec->landlock);
+	if (rec->error[0])
+		bad |= !cJSON_AddStringToObject(o, "error", rec->error);
+	if (!bad)
+		out = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	return out;
+}
+
+/* Reads an integer member in [min, max]; absent leaves *out alone. */
+static int get_int(const cJSON *o, const char *key, int64_t min, int64_t max, int64_t *out)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	double d;
+
+	if (!v)
+		return 0;
+	if (!cJSON_IsNumber(v))
+		return -1;
+	d = v->valuedouble;
+	if (!(d >= (double)min && d <= (double)max) || d != (double)(int64_t)d)
+		return -1;
+	*out = (int64_t)d;
+	return 0;
+}
+
+static int get_str(const cJSON *o, const char *key, char *buf, size_t size)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	if (!v)
+		return 0;
+	if (!cJSON_IsString(v) || strlen(v->valuestring) >= size)
+		return -1;
+	memcpy(buf, v->valuestring, strlen(v->valuestring) + 1);
+	return 0;
+}
+
+#define INT64_LIMIT ((int64_t)1 << 53)
+
+int mafp_exit_record_decode(const char *buf, size_t len, struct mafp_exit_record *rec,
+			    const char **why)
+{
+	cJSON *o = mafp_json_parse(buf, len, MAFP_EXIT_RECORD_MAX);
+	const cJSON *st, *tr;
+	int64_t code = 0, sig = 0;
+	int rc = -1;
+
+	memset(rec, 0, sizeof(*rec));
+	if (!o || !cJSON_IsObject(o)) {
+		*why = "the exit record is not a JSON object of at most 4096 bytes";
+		goto out;
+	}
+	st = cJSON_GetObjectItemCaseSensitive(o, "status");
+	if (!cJSON_IsString(st) || mafp_status_from_name(st->valuestring, &rec->status) != 0) {
+		*why = "the exit record has no known status";
+		goto out;
+	}
+	if (get_int(o, "exit_code", 0, 255, &code) || get_int(o, "signal", 0, 64, &sig) ||
+	    get_int(o, "wall_ms", 0, INT64_LIMIT, &rec->wall_ms) ||
+	    get_int(o, "cpu_ms", 0, INT64_LIMIT, &rec->cpu_ms) ||
+	    get_int(o, "peak_rss_kb", 0, INT64_LIMIT, &rec->peak_rss_kb) ||
+	    get_int(o, "output_bytes", 0, INT64_LIMIT, &rec->output_bytes) ||
+	    get_int(o, "calls", 0, INT64_LIMIT, &rec->calls)) {
+		*why = "the exit record has a number of the wrong type or out of range";
+		goto out;
+	}
+	if (get_str(o, "seccomp", rec->seccomp, sizeof(rec->seccomp)) ||
+	    get_str(o, "landlock", rec->landlock, sizeof(rec->landlock)) ||
+	    get_str(o, "error", rec->error, sizeof(rec->error))) {
+		*why = "the exit record has a string of the wrong type or too long";
+		goto out;
+	}
+	tr = cJSON_GetObjectItemCaseSensitive(o, "output_truncated");
+	if (tr && !cJSON_IsBool(tr)) {
+		*why = "the exit record's output_truncated is not a boolean";
+		goto out;
+	}
+	rec->output_truncated = cJSON_IsTrue(tr);
+	rec->exit_code = (int)code;
+	rec->signal = (int)sig;
+	rc = 0;
+out:
+	cJSON_Delete(o);
+	return rc;
+}
+
+char *mafp_launch_info_encode(const struct mafp_launch_info *info)
+{
+	cJSON *o = cJSON_CreateObject();
+	char *out = NULL;
+
+	if (!o)
+		return NULL;
+	if (!add_int(o, "pid", info->pid) && !add_int(o, "supervisor_pid", info->supervisor_pid) &&
+	    !add_int(o, "session", info->session))
+		out = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	return out;
+}
+
+int mafp_launch_info_decode(const char *buf, size_t len, struct mafp_launch_info *info,
+			    const char **why)
+{
+	cJSON *o = mafp_json_parse(buf, len, MAFP_LAUNCH_LINE_MAX);
+	int rc = -1;
+
+	memset(info, 0, sizeof(*info));
+	if (!o || !cJSON_IsObject(o)) {
+		*why = "the launch line is not a JSON object";
+		goto out;
+	}
+	if (!cJSON_GetObjectItemCaseSensitive(o, "pid") ||
+	    !cJSON_GetObjectItemCaseSensitive(o, "supervisor_pid") ||
+	    get_int(o, "pid", 1, INT32_MAX, &info->pid) ||
+	    get_int(o, "supervisor_pid", 1, INT32_MAX, &info->supervisor_pid) ||
+	    get_int(o, "session", 0, INT32_MAX, &info->session)) {
+		*why = "the launch line lacks a valid pid or supervisor_pid";
+		goto out;
+	}
+	rc = 0;
+out:
+	cJSON_Delete(o);
+	return rc;
+}
+
+int mafp_tool_name_valid(const char *name)
+{
+	size_t i, n = strlen(name);
+
+	if (n == 0 || n > MAFP_TOOL_NAME_MAX)
+		return 0;
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)name[i];
+
+		if (c <= ' ' || c >= 0x7f || c == '/' || c == '\\' || c == '"')
+			return 0;
+	}
+	return 1;
+}
+
+static void set_why(char *why, size_t size, const char *msg)
+{
+	snprintf(why, size, "%s", msg);
+}
+
+int mafp_request_decode(const char *buf, size_t len, size_t max_len, long expect_id,
+			struct mafp_request *req, char *why, size_t why_size)
+{
+	cJSON *o;
+	const cJSON *id, *name, *args, *ab;
+	long idv;
+
+	memset(req, 0, sizeof(*req));
+	if (len > max_len) {
+		snprintf(why, why_size, "the request is larger than %zu bytes", max_len);
+		return -1;
+	}
+	o = mafp_json_parse(buf, len, max_len);
+	if (!o || !cJSON_IsObject(o)) {
+		set_why(why, why_size, "the request is not a JSON object");
+		cJSON_Delete(o);
+		return -1;
+	}
+	id = cJSON_GetObjectItemCaseSensitive(o, "id");
+	if (!cJSON_IsString(id) ||
+	    mafp_marker_parse(id->valuestring, strlen(id->valuestring), 1, MAFP_CALL_ID_MAX, &idv) ||
+	    strlen(id->valuestring) < MAFP_CALL_ID_WIDTH) {
+		set_why(why, why_size, "the request has no valid \"id\"");
+		goto bad;
+	}
+	if (idv != expect_id) {
+		snprintf(why, why_size, "the request's id %ld does not match its file name (%ld)",
+			 idv, expect_id);
+		goto bad;
+	}
+	req->id = idv;
+	ab = cJSON_GetObjectItemCaseSensitive(o, "abandoned");
+	if (cJSON_IsTrue(ab)) {
+		req->abandoned = 1;
+		cJSON_Delete(o);
+		return 0;
+	}
+	name = cJSON_GetObjectItemCaseSensitive(o, "name");
+	if (!cJSON_IsString(name) || !mafp_tool_name_valid(name->valuestring)) {
+		set_why(why, why_size, "the request has no valid tool \"name\"");
+		goto bad;
+	}
+	memcpy(req->name, name->valuestring, strlen(name->valuestring) + 1);
+	args = cJSON_GetObjectItemCaseSensitive(o, "arguments");
+	if (args && !cJSON_IsObject(args)) {
+		set_why(why, why_size, "the request's \"arguments\" is not a JSON object");
+		goto bad;
+	}
+	if (args)
+		req->arguments = cJSON_DetachItemViaPointer(o, (cJSON *)args);
+	else
+		req->arguments = cJSON_CreateObject();
+	cJSON_Delete(o);
+	if (!req->arguments) {
+		set_why(why, why_size, "out of memory");
+		return -1;
+	}
+	return 0;
+bad:
+	cJSON_Delete(o);
+	return -1;
+}
+
+void mafp_request_clear(struct mafp_request *req)
+{
+	cJSON_Delete(req->arguments);
+	req->arguments = NULL;
+}
+
+static char *print_object(cJSON *o)
+{
+	char *out = o ? cJSON_PrintUnformatted(o) : NULL;
+
+	cJSON_Delete(o);
+	return out;
+}
+
+static cJSON *id_object(long id)
+{
+	char idbuf[16];
+	cJSON *o;
+
+	if (mafp_call_file_name(idbuf, sizeof(idbuf), id, "") != 0)
+		return NULL;
+	o = cJSON_CreateObject();
+	if (o && !cJSON_AddStringToObject(o, "id", idbuf)) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+char *mafp_request_encode(long id, const char *name, const cJSON *arguments)
+{
+	cJSON *o = id_object(id), *a;
+
+	if (!o)
+		return NULL;
+	a = arguments ? cJSON_Duplicate(arguments, 1) : cJSON_CreateObject();
+	if (!cJSON_AddStringToObject(o, "name", name) || !a ||
+	    !cJSON_AddItemToObject(o, "arguments", a)) {
+		cJSON_Delete(a);
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return print_object(o);
+}
+
+char *mafp_request_encode_abandoned(long id)
+{
+	cJSON *o = id_object(id);
+
+	if (o && !cJSON_AddTrueToObject(o, "abandoned")) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return print_object(o);
+}
+
+char *mafp_response_encode_value(const cJSON *value)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON *v = value ? cJSON_Duplicate(value, 1) : cJSON_CreateNull();
+
+	if (!o || !v || !cJSON_AddItemToObject(o, "value", v)) {
+		cJSON_Delete(v);
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return print_object(o);
+}
+
+char *mafp_response_encode_refusal(const char *sentence)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (o && !cJSON_AddStringToObject(o, "refusal", sentence)) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return print_object(o);
+}
+
+int mafp_response_decode(const char *buf, size_t len, size_t max_len, struct mafp_response *resp)
+{
+	cJSON *o = mafp_json_parse(buf, len, max_len);
+	cJSON *v, *r;
+
+	memset(resp, 0, sizeof(*resp));
+	if (!o || !cJSON_IsObject(o))
+		goto bad;
+	v = cJSON_GetObjectItemCaseSensitive(o, "value");
+	r = cJSON_GetObjectItemCaseSensitive(o, "refusal");
+	if (v && !r) {
+		resp->value = cJSON_DetachItemViaPointer(o, v);
+	} else if (r && !v && cJSON_IsString(r)) {
+		resp->refusal = strdup(r->valuestring);
+		if (!resp->refusal)
+			goto bad;
+	} else {
+		goto bad;
+	}
+	cJSON_Delete(o);
+	return 0;
+bad:
+	cJSON_Delete(o);
+	return -1;
+}
+
+void mafp_response_clear(struct mafp_response *resp)
+{
+	cJSON_Delete(resp->value);
+	free(resp->refusal);
+	resp->value = NULL;
+	resp->refusal = NULL;
+}
