@@ -125,3 +125,4 @@ clean:
 
 -include tests/bench/bench.mk
 -include tests/fuzz/fuzz.mk
+-include tests/demo/demo.mk

@@ -1,0 +1,60 @@
+"""Shared fixtures for the integration tests: they run the real binaries from the build."""
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+BUILD = Path(os.environ.get("MAF_BUILD", Path(__file__).resolve().parents[2] / "build"))
+LAUNCHER = BUILD / "maf-launch"
+HOST_TOOLS = "host_tools"
+
+
+@pytest.fixture
+def launcher():
+    assert LAUNCHER.exists(), f"{LAUNCHER} is not built (run make)"
+    return str(LAUNCHER)
+
+
+@pytest.fixture
+def run_dir(tmp_path):
+    d = tmp_path / "run"
+    d.mkdir()
+    return d
+
+
+def launch(run_dir, *program, opts=(), timeout=30, **kw):
+    """Runs `maf-launch run --run-dir R OPTS -- PROGRAM...` and returns the CompletedProcess."""
+    argv = [str(LAUNCHER), "run", "--run-dir", str(run_dir), *opts, "--", *program]
+    return subprocess.run(argv, capture_output=True, timeout=timeout, **kw)
+
+
+def wait_exit(run_dir, timeout=30.0):
+    """Waits for R/host_tools/program_exit_code and returns its text."""
+    marker = Path(run_dir) / HOST_TOOLS / "program_exit_code"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if marker.exists():
+            return marker.read_text()
+        time.sleep(0.01)
+    raise AssertionError(f"no exit marker in {run_dir} after {timeout}s")
+
+
+def exit_record(run_dir):
+    return json.loads((Path(run_dir) / HOST_TOOLS / "program_exit.json").read_text())
+
+
+def launch_info(proc):
+    """The JSON line maf-launch run prints first."""
+    return json.loads(proc.stdout.decode().splitlines()[0])
+
+
+def pid_alive(pid):
+    """True if pid exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
