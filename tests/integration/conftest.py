@@ -58,3 +58,27 @@ def pid_alive(pid):
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+# The reference the launcher is compared against: maf-sandbox's shell launcher, rebuilt from
+# MAF-TRANSPORT.md.
+REFERENCE = Path(__file__).resolve().parent / "reference" / "run_program.sh"
+PROBES = BUILD / "probes"
+
+
+def probe(name):
+    """The path of a static probe built from tests/probes/NAME.c."""
+    p = PROBES / name
+    assert p.exists(), f"{p} is not built (run make probes)"
+    return str(p)
+
+
+def run_reference(run_dir, timeout=30, **kw):
+    """Runs upstream's way: R/host_tools/run_program.sh (copied there, as the host uploads
+    it) with `sh`, which starts `python3 R/host_tools/program.py`. Returns the
+    CompletedProcess."""
+    ht = Path(run_dir) / HOST_TOOLS
+    ht.mkdir(parents=True, exist_ok=True)
+    (ht / "run_program.sh").write_bytes(REFERENCE.read_bytes())
+    return subprocess.run(["sh", str(ht / "run_program.sh")], capture_output=True,
+                          timeout=timeout, **kw)
