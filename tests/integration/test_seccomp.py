@@ -1,0 +1,424 @@
+"""The default seccomp filter, pinned as data and proven live.
+
+Pinned: `maf-launch policy` must print exactly tests/golden/seccomp-default*.pfc, and the PFC
+must say what guest/seccomp.c means (bad-arch kill, socket rules, clone flags, clone3).
+Live: probes run through `maf-launch run`, once under the filter and once with --seccomp off
+(the control), so every "denied" assertion is against a call that the kernel would otherwise
+have allowed or failed differently.
+"""
+import errno
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import BUILD, LAUNCHER, exit_record, launch, wait_exit
+
+HERE = Path(__file__).resolve().parent
+GOLDEN = HERE.parent / "golden"
+PROBES = BUILD / "probes"
+SYSCALLS = PROBES / "seccomp_syscalls"
+ABI = PROBES / "seccomp_abi"
+PYTHON = sys.executable
+IS_ROOT = os.geteuid() == 0
+
+REGENERATE = (
+    "If the seccomp filter changed on purpose, review the diff above, then regenerate the "
+    "golden files from the repository root with:\n"
+    "  make build/maf-launch && build/maf-launch policy > tests/golden/seccomp-default.pfc"
+    " && build/maf-launch policy --egress open > tests/golden/seccomp-default-egress.pfc\n"
+    "(the PFC text is libseccomp's: a different libseccomp version may print it differently)"
+)
+
+
+def policy(*opts):
+    proc = subprocess.run([str(LAUNCHER), "policy", *opts], capture_output=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr.decode()
+    return proc.stdout
+
+
+def run_program(tmp_dir, *program, opts=()):
+    """Runs PROGRAM through maf-launch run and waits for its end. Returns (output, record,
+    exit marker text)."""
+    tmp_dir = Path(tmp_dir)
+    tmp_dir.mkdir(parents=True, exist_ok=True)
+    proc = launch(tmp_dir, *program, opts=opts)
+    assert proc.returncode == 0, proc.stderr.decode()
+    code = wait_exit(tmp_dir)
+    out = (tmp_dir / "host_tools" / "program_output.txt").read_text()
+    return out, exit_record(tmp_dir), code
+
+
+def parse_probe(out):
+    """NAME 0 | NAME errno=N lines into {name: 0 or errno number}; requires the 'done' line
+    so that a probe killed half-way is not read as a partial success."""
+    lines = out.splitlines()
+    assert lines and lines[-1] == "done", f"probe did not finish:\n{out}"
+    res = {}
+    for line in lines[:-1]:
+        name, _, val = line.partition(" ")
+        res[name] = 0 if val == "0" else int(val.removeprefix("errno="))
+    return res
+
+
+def errname(v):
+    return "success" if v == 0 else errno.errorcode.get(v, str(v))
+
+
+# ---------------------------------------------------------------------------------------------
+# The filter as data: golden PFC files
+
+@pytest.mark.parametrize("opts,golden", [
+    ((), "seccomp-default.pfc"),
+    (("--egress", "closed"), "seccomp-default.pfc"),
+    (("--egress", "open"), "seccomp-default-egress.pfc"),
+])
+def test_policy_matches_golden(launcher, opts, golden):
+    got = policy(*opts)
+    want = (GOLDEN / golden).read_bytes()
+    if got != want:
+        import difflib
+        diff = "".join(difflib.unified_diff(
+            want.decode(errors="replace").splitlines(True),
+            got.decode(errors="replace").splitlines(True),
+            f"tests/golden/{golden}", f"maf-launch policy {' '.join(opts)}".rstrip()))
+        pytest.fail(f"the seccomp filter differs from tests/golden/{golden}:\n{diff}\n"
+                    f"{REGENERATE}")
+
+
+def test_policy_seccomp_off_prints_nothing(launcher):
+    assert policy("--seccomp", "off") == b""
+
+
+def pfc_rules(text):
+    """The PFC's syscall blocks as {syscall name: body below its `if ($syscall == N)`}, plus
+    the default and bad-arch actions."""
+    blocks, name, default, badarch = {}, None, None, None
+    lines = text.splitlines(True)
+    for i, line in enumerate(lines):
+        m = re.match(r'  # filter for syscall "(\w+)" \((\d+)\)', line)
+        if m:
+            name = m.group(1)
+            assert lines[i + 1] == f"  if ($syscall == {m.group(2)})\n", lines[i + 1]
+            blocks[name] = ""
+        elif line.startswith("  # default action"):
+            name = None
+            default = re.match(r"  action (\S+);", lines[i + 1]).group(1)
+        elif line.startswith("# invalid architecture action"):
+            badarch = re.match(r"action (\S+);", lines[i + 1]).group(1)
+        elif name and line.startswith("    "):
+            blocks[name] += line
+    return blocks, default, badarch
+
+
+DENIED_EPERM = ["ptrace", "process_vm_readv", "process_vm_writev", "bpf", "perf_event_open",
+                "userfaultfd", "kexec_load", "kexec_file_load", "init_module", "finit_module",
+                "delete_module", "mount", "umount2", "pivot_root", "move_mount", "open_tree",
+                "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr", "unshare", "setns",
+                "keyctl", "add_key", "request_key", "io_uring_setup", "io_uring_enter",
+                "io_uring_register"]
+CLONE_NS_FLAGS = {"CLONE_NEWNS": 0x00020000, "CLONE_NEWCGROUP": 0x02000000,
+                  "CLONE_NEWUTS": 0x04000000, "CLONE_NEWIPC": 0x08000000,
+                  "CLONE_NEWUSER": 0x10000000, "CLONE_NEWPID": 0x20000000,
+                  "CLONE_NEWNET": 0x40000000}
+
+
+@pytest.mark.parametrize("egress", ["closed", "open"])
+def test_policy_says_what_seccomp_c_means(launcher, egress):
+    text = policy("--egress", egress).decode()
+    blocks, default, badarch = pfc_rules(text)
+    # Only the native architecture is in the filter; anything else is killed.
+    assert re.findall(r"# filter for arch (\S+)", text) == ["x86_64"], text
+    assert badarch == "KILL_PROCESS"
+    assert default == "ALLOW"
+    for name in DENIED_EPERM:
+        assert blocks.get(name, "").strip() == "action ERRNO(1);", (name, blocks.get(name))
+    assert blocks["clone3"].strip() == "action ERRNO(38);"  # ENOSYS: libc falls back to clone
+    clone = blocks["clone"]
+    for flag, bit in CLONE_NS_FLAGS.items():
+        assert f"if ($a0.lo32 & 0x{bit:08x} == {bit})\n        action ERRNO(1);" in clone, flag
+    # CLONE_NEWTIME (0x80) is part of clone()'s exit signal byte: it must not be matched.
+    assert "0x00000080" not in clone
+    if egress == "closed":
+        for call in ("socket", "socketpair"):
+            # All 64 bits compared: hi32 != 0 is denied, and in lo32 only AF_UNIX (1) passes.
+            assert blocks[call] == ("    if ($a0.hi32 == 0)\n"
+                                    "      if ($a0.lo32 == 1)\n"
+                                    "      else\n"
+                                    "        action ERRNO(1);\n"
+                                    "    else\n"
+                                    "      action ERRNO(1);\n"), blocks[call]
+    else:
+        assert "socket" not in blocks and "socketpair" not in blocks
+
+
+# ---------------------------------------------------------------------------------------------
+# The filter live: syscalls
+
+@pytest.fixture(scope="module")
+def probe_results(tmp_path_factory):
+    """Results of `seccomp_syscalls all` under each configuration, run once per module."""
+    assert SYSCALLS.exists(), f"{SYSCALLS} is not built (run make probes)"
+    cache = {}
+
+    def get(mode):
+        if mode not in cache:
+            opts = {"default": (),
+                    "egress": ("--egress", "open"),
+                    # Landlock off too: it denies mount() by itself.
+                    "off": ("--seccomp", "off", "--landlock", "off")}[mode]
+            out, rec, code = run_program(tmp_path_factory.mktemp(f"probe-{mode}"),
+                                         str(SYSCALLS), "all", opts=opts)
+            assert code == "0", (code, rec, out)
+            cache[mode] = (parse_probe(out), rec)
+        return cache[mode]
+    return get
+
+
+EPERM, ENOSYS = errno.EPERM, errno.ENOSYS
+
+# name: (under the default filter, with --seccomp off as root, needs root for the control)
+# The control values are what this kernel answers without a filter, chosen so that none is
+# EPERM: the probe passes arguments that fail differently (ENOENT, EINVAL, EBADF) or succeed.
+EXPECT = {
+    "socket_inet": (EPERM, 0, False),
+    "socket_inet6": (EPERM, 0, False),
+    "socket_netlink": (EPERM, 0, False),
+    "socket_inet_highbit": (EPERM, 0, False),
+    "socketpair_inet": (EPERM, errno.EOPNOTSUPP, False),
+    "io_uring_setup": (EPERM, 0, False),
+    "ptrace_traceme": (EPERM, 0, False),
+    "ptrace_attach": (EPERM, 0, False),
+    "bpf": (EPERM, errno.EINVAL, True),
+    "perf_event_open": (EPERM, errno.EFAULT, False),
+    "userfaultfd": (EPERM, 0, True),
+    "process_vm_readv": (EPERM, 0, False),
+    "keyctl": (EPERM, errno.ENOKEY, False),
+    "unshare_user": (EPERM, 0, True),
+    "unshare_net": (EPERM, 0, True),
+    "setns": (EPERM, errno.EBADF, False),
+    "mount": (EPERM, errno.ENOENT, True),
+    "umount2": (EPERM, errno.ENOENT, True),
+    "clone_newuser": (EPERM, 0, True),
+    "clone_newnet": (EPERM, 0, True),
+    "clone_newpid": (EPERM, 0, True),
+    "clone_newns": (EPERM, 0, True),
+    "clone3": (ENOSYS, errno.EINVAL, False),
+    # Allowed under the filter too.
+    "socket_unix": (0, 0, False),
+    "socketpair_unix": (0, 0, False),
+    "clone_plain": (0, 0, False),
+    "fork": (0, 0, False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECT))
+def test_syscall_under_default_filter(launcher, probe_results, name):
+    res, rec = probe_results("default")
+    assert rec["seccomp"] == "default"
+    want = EXPECT[name][0]
+    assert res[name] == want, f"{name}: {errname(res[name])}, want {errname(want)}"
+
+
+@pytest.mark.parametrize("name", sorted(EXPECT))
+def test_syscall_with_seccomp_off(launcher, probe_results, name):
+    """The control: without the filter the same call is not refused with the filter's errno,
+    so the denial above is the filter's doing."""
+    _, filtered, needs_root = EXPECT[name]
+    if needs_root and not IS_ROOT:
+        pytest.skip("the control needs root: unprivileged, the kernel itself says EPERM")
+    if name == "io_uring_setup" and Path("/proc/sys/kernel/io_uring_disabled").exists() and \
+            Path("/proc/sys/kernel/io_uring_disabled").read_text().strip() != "0":
+        pytest.skip("io_uring is disabled by sysctl on this machine")
+    res, rec = probe_results("off")
+    assert rec["seccomp"] == "off"
+    assert res[name] == filtered, f"{name}: {errname(res[name])}, want {errname(filtered)}"
+
+
+def test_egress_open_changes_only_sockets(launcher, probe_results):
+    res, rec = probe_results("egress")
+    assert rec["seccomp"] == "default+egress"
+    for name, (want, _, _) in EXPECT.items():
+        if name.startswith("socket"):
+            want = errno.EOPNOTSUPP if name == "socketpair_inet" else 0
+        assert res[name] == want, f"{name}: {errname(res[name])}, want {errname(want)}"
+
+
+def test_high_bit_domain_is_af_inet_to_the_kernel(launcher, probe_results):
+    """Why the filter compares all 64 bits: unfiltered, 0x100000002 makes an AF_INET socket."""
+    assert probe_results("off")[0]["socket_inet_highbit"] == 0
+    assert probe_results("default")[0]["socket_inet_highbit"] == EPERM
+    # The high bits can only turn an allowed domain into a denied one.
+    assert probe_results("default")[0]["socket_unix_highbit"] == EPERM
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "filter gap: pidfd_getfd (438) copies a descriptor out of another process of the same "
+    "user, the access check of ptrace, but the default filter allows it; add it to the denied "
+    "list in guest/seccomp.c (and pidfd_getfd's sibling process_madvise), then drop this mark"))
+def test_pidfd_getfd_denied(launcher, probe_results):
+    res, _ = probe_results("default")
+    assert res["pidfd_getfd"] == EPERM, errname(res["pidfd_getfd"])
+
+
+# ---------------------------------------------------------------------------------------------
+# The filter live: what a Python program sees
+
+SOCKETS_PY = r"""
+import json, socket
+res = {}
+def t(name, f):
+    try:
+        f()
+        res[name] = "ok"
+    except OSError as e:
+        res[name] = "%s:%s" % (type(e).__name__, e.errno)
+def unix():
+    socket.socket(socket.AF_UNIX, socket.SOCK_STREAM).close()
+def pair():
+    a, b = socket.socketpair()
+    a.sendall(b"x")
+    assert b.recv(1) == b"x"
+    a.close(); b.close()
+def inet():
+    socket.socket(socket.AF_INET, socket.SOCK_STREAM).close()
+def inet6():
+    socket.socket(socket.AF_INET6, socket.SOCK_STREAM).close()
+def loopback():
+    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    c = socket.create_connection(srv.getsockname(), timeout=5)
+    s, _ = srv.accept()
+    c.sendall(b"y")
+    assert s.recv(1) == b"y"
+    for x in (c, s, srv):
+        x.close()
+t("unix", unix); t("socketpair", pair); t("inet", inet); t("inet6", inet6)
+t("loopback", loopback)
+print(json.dumps(res))
+"""
+
+
+def run_python(tmp_path, code, opts=()):
+    out, rec, exit_code = run_program(tmp_path, PYTHON, "-c", code, opts=opts)
+    assert exit_code == "0", (exit_code, rec, out)
+    return json.loads(out.strip().splitlines()[-1]), rec
+
+
+def test_python_sockets_egress_closed(launcher, tmp_path):
+    res, rec = run_python(tmp_path, SOCKETS_PY)
+    assert rec["seccomp"] == "default"
+    assert res["inet"] == "PermissionError:1", res
+    assert res["inet6"] == "PermissionError:1", res
+    assert res["loopback"] == "PermissionError:1", res
+    assert res["unix"] == "ok", res
+    assert res["socketpair"] == "ok", res
+
+
+def test_python_sockets_egress_open(launcher, tmp_path):
+    res, rec = run_python(tmp_path, SOCKETS_PY, opts=("--egress", "open"))
+    assert rec["seccomp"] == "default+egress"
+    assert res["inet"] == "ok", res
+    assert res["loopback"] == "ok", res
+    assert res["unix"] == "ok" and res["socketpair"] == "ok", res
+    # inet6 may be absent from the machine (no IPv6 in the kernel): only the filter matters.
+    assert not res["inet6"].startswith("PermissionError"), res
+
+
+SUBPROCESS_PY = r"""
+import json, os, subprocess, sys
+r = subprocess.run([sys.executable, "-c", "import os; print('child', os.getppid())"],
+                   capture_output=True, text=True, timeout=30)
+pid = os.fork()
+if pid == 0:
+    os._exit(5)
+_, st = os.waitpid(pid, 0)
+unshare = "absent"
+if hasattr(os, "unshare"):
+    try:
+        os.unshare(os.CLONE_NEWUSER)
+        unshare = "ok"
+    except OSError as e:
+        unshare = "%s:%s" % (type(e).__name__, e.errno)
+print(json.dumps({"rc": r.returncode, "out": r.stdout, "me": os.getpid(),
+                  "fork": os.waitstatus_to_exitcode(st), "unshare": unshare}))
+"""
+
+
+def test_python_subprocess_works_under_filter(launcher, tmp_path):
+    """clone3 answers ENOSYS, so glibc's posix_spawn and fork fall back to clone()."""
+    res, rec = run_python(tmp_path, SUBPROCESS_PY)
+    assert rec["seccomp"] == "default"
+    assert res["rc"] == 0, res
+    assert res["out"] == f"child {res['me']}\n", res
+    assert res["fork"] == 5, res
+    assert res["unshare"] in ("PermissionError:1", "absent"), res
+
+
+# ---------------------------------------------------------------------------------------------
+# The filter live: other syscall ABIs are killed
+
+def run_abi(tmp_path, abi, opts=()):
+    assert ABI.exists(), f"{ABI} is not built (run make probes)"
+    return run_program(tmp_path, str(ABI), abi, opts=opts)
+
+
+def test_native_getpid_survives(launcher, tmp_path):
+    out, rec, code = run_abi(tmp_path, "native")
+    assert code == "0" and re.search(r"^native ret=\d+ errno=0$", out, re.M), (out, rec)
+
+
+def test_x32_syscall_killed(launcher, tmp_path):
+    """libseccomp's x86_64 filter sends nr >= 0x40000000 (the x32 bit) to the bad-arch action;
+    the PFC does not show that check, only the BPF has it."""
+    out, rec, code = run_abi(tmp_path, "x32")
+    assert "x32 ret=" not in out, out
+    assert rec["status"] == "signaled", rec
+    assert rec["signal"] == signal.SIGSYS, rec
+    assert code == str(128 + signal.SIGSYS)
+
+
+def test_x32_syscall_without_filter_is_not_killed(launcher, tmp_path):
+    """The control: the kernel itself answers the x32 getpid (ENOSYS without CONFIG_X86_X32_ABI,
+    a pid with it); only the filter kills."""
+    out, rec, code = run_abi(tmp_path, "x32", opts=("--seccomp", "off"))
+    assert code == "0", (out, rec)
+    m = re.search(r"^x32 ret=(-?\d+) errno=(\d+)$", out, re.M)
+    assert m, out
+    assert m.group(1) != "-1" or int(m.group(2)) == errno.ENOSYS, out
+
+
+def int80_available(tmp_path):
+    """Whether this kernel serves int 0x80 from a 64-bit process at all (IA32 emulation can be
+    compiled out, disabled with ia32_emulation=0, or absent under some hypervisors, in which
+    case int 0x80 faults with SIGSEGV before seccomp sees it)."""
+    out, rec, code = run_abi(tmp_path / "control", "int80", opts=("--seccomp", "off"))
+    if code == "0":
+        return True, out
+    assert rec["status"] == "signaled" and rec["signal"] == signal.SIGSEGV, (out, rec)
+    return False, rec
+
+
+def test_int80_never_returns_under_filter(launcher, tmp_path):
+    out, rec, code = run_abi(tmp_path / "filtered", "int80")
+    assert "int80 ret=" not in out, out
+    assert rec["status"] == "signaled", rec
+    assert rec["signal"] in (signal.SIGSYS, signal.SIGSEGV), rec
+
+
+def test_int80_killed_by_sigsys(launcher, tmp_path):
+    """An i386 syscall has AUDIT_ARCH_I386, not in the filter: KILL_PROCESS, SIGSYS."""
+    available, control = int80_available(tmp_path)
+    if not available:
+        pytest.skip(f"this kernel does not serve int 0x80 (unfiltered it gets SIGSEGV: "
+                    f"{control}), so the filter never sees the call")
+    out, rec, code = run_abi(tmp_path / "filtered", "int80")
+    assert "int80 ret=" not in out, out
+    assert rec["status"] == "signaled" and rec["signal"] == signal.SIGSYS, rec
+    assert code == str(128 + signal.SIGSYS)
