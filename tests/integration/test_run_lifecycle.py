@@ -1,0 +1,285 @@
+"""The life of a run under `maf-launch run`: detached from the caller, timed out, the whole
+tree ended, the output capped. Every assertion is on behaviour (which process exists, which
+file holds what), never on how long something took."""
+import os
+import stat
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import HOST_TOOLS, exit_record, launch, launch_info, pid_alive, wait_exit
+
+EXIT_MARKER = "program_exit_code"
+
+
+def write_program(run_dir, text):
+    ht = run_dir / HOST_TOOLS
+    ht.mkdir(exist_ok=True)
+    (ht / "program.py").write_text(text)
+    return str(ht / "program.py")
+
+
+def wait_file(path, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists():
+            return path.read_text()
+        time.sleep(0.01)
+    raise AssertionError(f"{path} did not appear in {timeout}s")
+
+
+# --- Detach -------------------------------------------------------------------------------
+
+def test_caller_reading_pipes_to_eof_returns_while_program_runs(run_dir):
+    prog = write_program(run_dir, "import time\ntime.sleep(3)\nprint('done')\n")
+    # capture_output reads stdout and stderr to EOF, as docker exec does: it returns only when
+    # no process holds the write ends any more.
+    proc = launch(run_dir, "python3", prog)
+    assert proc.returncode == 0, proc.stderr
+    info = launch_info(proc)
+    marker = run_dir / HOST_TOOLS / EXIT_MARKER
+    assert pid_alive(info["pid"]), "the program should still be running"
+    assert pid_alive(info["supervisor_pid"]), "the supervisor should stay with the program"
+    assert not marker.exists(), "the exit marker must not exist while the program runs"
+    assert (run_dir / HOST_TOOLS / "program_pid").read_text() == str(info["pid"])
+    assert wait_exit(run_dir) == "0"
+    assert (run_dir / HOST_TOOLS / "program_output.txt").read_text() == "done\n"
+
+
+def test_program_holds_none_of_the_callers_descriptors(run_dir):
+    # Reports where its descriptors 0..2 lead, and whether stdin is at EOF at once.
+    prog = write_program(run_dir, (
+        "import os, sys, stat\n"
+        "print('stdin=' + os.readlink('/proc/self/fd/0'))\n"
+        "s, n = os.fstat(0), os.stat('/dev/null')\n"
+        "print('stdin_is_devnull=' + str(stat.S_ISCHR(s.st_mode) and s.st_rdev == n.st_rdev))\n"
+        "print('stdin_read=' + repr(sys.stdin.read()))\n"
+        "print('stdout_is_pipe_or_file=' + str(not os.isatty(1)))\n"
+        "print('channel=' + os.environ.get('MAF_HOST_TOOLS_FD', ''))\n"
+        "print('fds=' + ' '.join(sorted(os.listdir('/proc/self/fd'), key=int)))\n"
+    ))
+    # The caller's stdin is a pipe it never closes: were the program reading it, it would
+    # block forever.
+    r, w = os.pipe()
+    try:
+        proc = launch(run_dir, "python3", prog, stdin=r)
+    finally:
+        os.close(r)
+    try:
+        assert proc.returncode == 0, proc.stderr
+        assert wait_exit(run_dir) == "0"
+    finally:
+        os.close(w)
+    out = (run_dir / HOST_TOOLS / "program_output.txt").read_text()
+    assert "stdin=/dev/null\n" in out
+    assert "stdin_is_devnull=True\n" in out
+    assert "stdin_read=''\n" in out
+    # Only 0, 1, 2, the call channel when there is one, and the descriptor listdir itself
+    # opened: nothing leaked from the launcher or the caller.
+    fds = next(l for l in out.splitlines() if l.startswith("fds=")).split("=", 1)[1].split()
+    channel = next(l for l in out.splitlines() if l.startswith("channel=")).split("=", 1)[1]
+    assert fds[:3] == ["0", "1", "2"]
+    assert len([f for f in fds[3:] if f != channel]) == 1, out
+
+
+# --- Timeout ------------------------------------------------------------------------------
+
+def test_timeout_kills_a_program_that_ignores_sigterm(run_dir):
+    prog = write_program(run_dir, (
+        "import signal, time\n"
+        "signal.signal(signal.SIGTERM, lambda s, f: print('got SIGTERM, staying'))\n"
+        "print('ready')\n"
+        "while True:\n"
+        "    time.sleep(1)\n"
+    ))
+    proc = launch(run_dir, "python3", prog, opts=["--timeout", "1", "--grace", "0.5"])
+    assert proc.returncode == 0, proc.stderr
+    assert wait_exit(run_dir) == "137"
+    rec = exit_record(run_dir)
+    assert rec["status"] == "timeout"
+    assert rec["exit_code"] == 137
+    assert rec["signal"] == 9
+    # SIGTERM came first, and the program outlived it: the SIGKILL ended it.
+    assert (run_dir / HOST_TOOLS / "program_output.txt").read_text() == \
+        "ready\ngot SIGTERM, staying\n"
+
+
+def test_timeout_sigterm_ends_a_cooperative_program(run_dir):
+    prog = write_program(run_dir, "import time\nprint('ready')\ntime.sleep(1000)\n")
+    proc = launch(run_dir, "python3", prog, opts=["--timeout", "1", "--grace", "0.5"])
+    assert proc.returncode == 0, proc.stderr
+    assert wait_exit(run_dir) == "143"
+    rec = exit_record(run_dir)
+    assert rec["status"] == "timeout"
+    assert rec["exit_code"] == 143
+    assert rec["signal"] == 15
+
+
+def test_no_timeout_status_when_the_program_ends_first(run_dir):
+    prog = write_program(run_dir, "import sys\nsys.exit(3)\n")
+    proc = launch(run_dir, "python3", prog, opts=["--timeout", "600"])
+    assert proc.returncode == 0, proc.stderr
+    assert wait_exit(run_dir) == "3"
+    rec = exit_record(run_dir)
+    assert rec["status"] == "exited" and rec["exit_code"] == 3 and rec["signal"] == 0
+
+
+# --- No survivor --------------------------------------------------------------------------
+
+# Starts a double-forked daemon, a child that called setsid, and 200 sleeping children, all
+# ignoring SIGTERM and SIGHUP, records their pids in R/work/pids (the program's cwd), then
+# exits 0 while they all still sleep.
+SPAWNER = r"""
+import os, signal, sys, time
+
+pids = {}
+
+def child(body):
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            signal.signal(signal.SIGHUP, signal.SIG_IGN)
+            body(w)
+        finally:
+            os._exit(0)
+    os.close(w)
+    data = b""
+    while True:
+        chunk = os.read(r, 64)
+        if not chunk:
+            break
+        data += chunk
+    os.close(r)
+    return pid, data
+
+def sleep_forever(w):
+    os.write(w, str(os.getpid()).encode())
+    os.close(w)
+    while True:
+        time.sleep(100)
+
+def setsid_child(w):
+    os.setsid()
+    assert os.getsid(0) == os.getpid()
+    sleep_forever(w)
+
+def daemon(w):
+    os.setsid()
+    if os.fork() != 0:
+        os._exit(0)     # the middle process goes; the grandchild is orphaned
+    sleep_forever(w)
+
+mid, data = child(daemon)
+os.waitpid(mid, 0)
+pids["daemon"] = [int(data)]
+pid, data = child(setsid_child)
+pids["setsid"] = [int(data)]
+pids["sleepers"] = []
+for _ in range(200):
+    pid, data = child(sleep_forever)
+    pids["sleepers"].append(int(data))
+
+with open("pids.part", "w") as f:
+    for kind, ps in pids.items():
+        for p in ps:
+            f.write(f"{kind} {p}\n")
+    f.flush()
+    os.fsync(f.fileno())
+os.rename("pids.part", "pids")
+print("spawned", sum(len(v) for v in pids.values()))
+"""
+
+
+def test_no_process_of_the_run_survives(run_dir):
+    prog = write_program(run_dir, SPAWNER)
+    proc = launch(run_dir, "python3", prog)
+    assert proc.returncode == 0, proc.stderr
+    info = launch_info(proc)
+    assert wait_exit(run_dir, timeout=60) == "0"
+    assert (run_dir / HOST_TOOLS / "program_output.txt").read_text() == "spawned 202\n"
+    records = [l.split() for l in (run_dir / "work" / "pids").read_text().splitlines()]
+    kinds = {}
+    for kind, pid in records:
+        kinds.setdefault(kind, []).append(int(pid))
+    assert len(kinds["daemon"]) == 1 and len(kinds["setsid"]) == 1
+    assert len(kinds["sleepers"]) == 200
+    survivors = [(k, p) for k, ps in kinds.items() for p in ps if pid_alive(p)]
+    assert survivors == [], f"processes of the run outlived it: {survivors[:10]}"
+    # The supervisor wrote the markers as its last act and is gone too (a zombie at most,
+    # until whoever adopted it reaps it).
+    deadline = time.monotonic() + 10
+    while pid_alive(info["supervisor_pid"]) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not pid_alive(info["supervisor_pid"])
+    assert not pid_alive(info["pid"])
+
+
+def test_descendants_are_killed_when_the_program_is_killed(run_dir):
+    # The program dies by a signal while a child it left behind still runs: the child goes too.
+    prog = write_program(run_dir, (
+        "import os, signal, subprocess\n"
+        "p = subprocess.Popen(['sleep', '1000'], start_new_session=True)\n"
+        "open('child', 'w').write(str(p.pid))\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    ))
+    proc = launch(run_dir, "python3", prog)
+    assert proc.returncode == 0, proc.stderr
+    assert wait_exit(run_dir) == "137"
+    child = int((run_dir / "work" / "child").read_text())
+    assert not pid_alive(child)
+    rec = exit_record(run_dir)
+    assert rec["status"] == "signaled" and rec["signal"] == 9
+
+
+# --- Output cap ---------------------------------------------------------------------------
+
+MIB = 1 << 20
+
+
+def test_a_one_gigabyte_flood_is_capped(run_dir):
+    (run_dir / HOST_TOOLS).mkdir()
+    proc = launch(run_dir, "head", "-c", "1G", "/dev/zero",
+                  opts=["--max-output-bytes", str(MIB)])
+    assert proc.returncode == 0, proc.stderr
+    assert wait_exit(run_dir, timeout=120) == "0"
+    out = run_dir / HOST_TOOLS / "program_output.txt"
+    assert out.stat().st_size == MIB
+    assert out.read_bytes() == bytes(MIB)
+    rec = exit_record(run_dir)
+    assert rec["output_bytes"] == 1 << 30
+    assert rec["output_truncated"] is True
+    assert rec["status"] == "exited" and rec["exit_code"] == 0
+
+
+@pytest.mark.parametrize("size,truncated", [(MIB, False), (MIB + 1, True), (0, False)],
+                         ids=["exactly-the-cap", "one-byte-over", "nothing"])
+def test_output_cap_boundary(run_dir, size, truncated):
+    proc = launch(run_dir, "head", "-c", str(size), "/dev/zero",
+                  opts=["--max-output-bytes", str(MIB)])
+    assert proc.returncode == 0, proc.stderr
+    assert wait_exit(run_dir) == "0"
+    out = run_dir / HOST_TOOLS / "program_output.txt"
+    assert out.stat().st_size == min(size, MIB)
+    rec = exit_record(run_dir)
+    assert rec["output_bytes"] == size
+    assert rec["output_truncated"] is truncated
+
+
+def test_output_of_a_killed_descendant_is_kept(run_dir):
+    # Output written by a grandchild before the run ends reaches the file (the supervisor
+    # drains the pipe after ending the tree).
+    prog = write_program(run_dir, (
+        "import subprocess, sys\n"
+        "subprocess.run(['sh', '-c', 'echo from grandchild'])\n"
+        "print('from program')\n"
+    ))
+    proc = launch(run_dir, "python3", prog)
+    assert proc.returncode == 0, proc.stderr
+    assert wait_exit(run_dir) == "0"
+    assert (run_dir / HOST_TOOLS / "program_output.txt").read_text() == \
+        "from grandchild\nfrom program\n"
