@@ -16,9 +16,13 @@ CJSON_FLAGS := -std=c11 -O2 -DCJSON_NESTING_LIMIT=128 -w
 
 # The guest: static musl unless GUEST_CC is overridden (make asan builds it with glibc).
 GUEST_CC ?= $(MUSL_CC)
-GUEST_CFLAGS ?= $(COMMON) $(WARN) -Os -ffunction-sections -fdata-sections \
-	-fstack-protector-strong -I$(TP)/musl/include -isystem $(TP)/kernel-include
-GUEST_LDFLAGS ?= -static -s -Wl,--gc-sections
+# Size matters (the launcher is baked into every image): no unwind tables (nothing unwinds
+# C), sections collected, and no page padding between code and data.
+GUEST_SMALL := -Os -ffunction-sections -fdata-sections -fno-asynchronous-unwind-tables \
+	-fno-unwind-tables
+GUEST_CFLAGS ?= $(COMMON) $(WARN) $(GUEST_SMALL) -fstack-protector-strong \
+	-I$(TP)/musl/include -isystem $(TP)/kernel-include
+GUEST_LDFLAGS ?= -static -s -Wl,--gc-sections -Wl,-z,noseparate-code -Wl,--build-id=none
 GUEST_LIBS ?= $(TP)/musl/lib/libseccomp.a
 
 HOST_CFLAGS := $(COMMON) $(WARN) $(HARDEN) -O2 -g -Ihost/include -Ihost/src -Iguest $(SAN)
@@ -60,7 +64,7 @@ $(TP_STAMP):
 
 $(BUILD)/guest-obj/cJSON.o: $(TP_STAMP)
 	@mkdir -p $(dir $@)
-	$(GUEST_CC) $(CJSON_FLAGS) -Os -ffunction-sections -fdata-sections -c $(TP)/cjson/cJSON.c -o $@
+	$(GUEST_CC) $(CJSON_FLAGS) $(GUEST_SMALL) -c $(TP)/cjson/cJSON.c -o $@
 $(BUILD)/guest-obj/%.o: %.c $(TP_STAMP) $(wildcard guest/*.h shared/*.h)
 	@mkdir -p $(dir $@)
 	$(GUEST_CC) $(GUEST_CFLAGS) -c $< -o $@

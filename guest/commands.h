@@ -5,5 +5,9 @@
 
 int cmd_run(int argc, char **argv);
 int cmd_policy(int argc, char **argv);
+int cmd_stop(int argc, char **argv);
+int cmd_reclaim(int argc, char **argv);
+int cmd_wait(int argc, char **argv);
+int cmd_call(int argc, char **argv);
 
 #endif

@@ -12,7 +12,11 @@ static const struct command {
 	const char *summary;
 } commands[] = {
 	{"run", cmd_run, "start a program detached, supervised and contained"},
+	{"call", cmd_call, "call a host tool through the run's channel, from inside the run"},
 	{"policy", cmd_policy, "print the seccomp filter a run would load"},
+	{"wait", cmd_wait, "block until request N or the run's exit marker exists; print it"},
+	{"stop", cmd_stop, "end a run's whole process tree through its verified supervisor"},
+	{"reclaim", cmd_reclaim, "delete a run directory without following symlinks or mounts"},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

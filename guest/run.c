@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,6 +29,9 @@ static void usage(FILE *f)
 		"of the run when PROGRAM ends, and writes R/host_tools/program_exit.json and then\n"
 		"R/host_tools/program_exit_code (128+N when killed by signal N).\n"
 		"\n"
+		"The program inherits the call channel: MAF_HOST_TOOLS_FD names the descriptor,\n"
+		"MAF_HOST_TOOLS lists the --tool names; 'maf-launch call' uses it.\n"
+		"\n"
 		"On success prints one JSON line {\"pid\", \"supervisor_pid\", \"session\"} and\n"
 		"the line 'maf-host-tools: session'.\n"
 		"\n"
@@ -44,6 +48,10 @@ static void usage(FILE *f)
 		"  --seccomp default|off   the default seccomp filter, or none (default: default)\n"
 		"  --landlock auto|off     Landlock where the kernel has it, or not at all\n"
 		"                          (default: auto)\n"
+		"  --tool NAME             a tool the program may call through the channel\n"
+		"                          (repeatable; without any, every name is passed on)\n"
+		"  --max-calls N           calls the channel passes on before it refuses them\n"
+		"                          itself (default: no limit of its own)\n"
 		"  --help                  print this help\n"
 		"\n"
 		"Exit codes: 0 PROGRAM is running, 2 usage, 125 launcher failure, 126 PROGRAM\n"
@@ -65,6 +73,7 @@ static const char *opt_value(int argc, char **argv, int *i, const char *name)
 void run_parse_args(int argc, char **argv, struct run_opts *o)
 {
 	const char *run_dir = NULL, *why;
+	size_t ntools = 0;
 	int i;
 
 	memset(o, 0, sizeof(*o));
@@ -111,6 +120,22 @@ void run_parse_args(int argc, char **argv, struct run_opts *o)
 			if (parse_u64(v, 1ull << 50, &o->max_output) < 0)
 				die(MAFP_EXIT_USAGE, "--max-output-bytes takes a byte count, not '%s'",
 				    v);
+		} else if (strcmp(name, "--tool") == 0) {
+			v = opt_value(argc, argv, &i, name);
+			if (!mafp_tool_name_valid(v))
+				die(MAFP_EXIT_USAGE, "--tool takes a tool name (1 to %d printable "
+				    "characters, no space, '/', '\\' or '\"'), not '%s'",
+				    MAFP_TOOL_NAME_MAX, v);
+			o->tools = realloc(o->tools, (ntools + 2) * sizeof(*o->tools));
+			if (!o->tools)
+				die(MAFP_EXIT_LAUNCHER, "out of memory");
+			o->tools[ntools++] = (char *)v;
+			o->tools[ntools] = NULL;
+		} else if (strcmp(name, "--max-calls") == 0) {
+			v = opt_value(argc, argv, &i, name);
+			if (parse_u64(v, MAFP_CALL_ID_MAX, &o->max_calls) < 0 || o->max_calls == 0)
+				die(MAFP_EXIT_USAGE, "--max-calls takes a positive count up to %d, "
+				    "not '%s'", MAFP_CALL_ID_MAX, v);
 		} else if (strcmp(name, "--egress") == 0 || strcmp(name, "--seccomp") == 0 ||
 			   strcmp(name, "--landlock") == 0) {
 			v = opt_value(argc, argv, &i, name);
@@ -197,8 +222,10 @@ char **run_build_env(char *const *env, const char *run_dir)
 	*w = '\0';
 	newenv[out++] = pp;
 	for (i = 0; env[i]; i++) {
+		/* The channel variables of an enclosing run are not this run's. */
 		if (env_is(env[i], "PYTHONPATH") || env_is(env[i], "PYTHONUNBUFFERED") ||
-		    env_is(env[i], "PYTHONNOUSERSITE"))
+		    env_is(env[i], "PYTHONNOUSERSITE") || env_is(env[i], "MAF_HOST_TOOLS_FD") ||
+		    env_is(env[i], "MAF_HOST_TOOLS"))
 			continue;
 		newenv[out] = strdup(env[i]);
 		if (!newenv[out++])
@@ -268,6 +295,14 @@ int cmd_run(int argc, char **argv)
 	char *line;
 
 	run_parse_args(argc, argv, &o);
+	/* Descriptors the caller leaked to us (beyond stdio) must reach neither the supervisor
+	 * nor the program: one of them may be the write end of a pipe the caller reads to EOF. */
+	if (syscall(SYS_close_range, 3u, ~0u, 0u) < 0) {
+		int fd;
+
+		for (fd = 3; fd < 1024; fd++)
+			close(fd);
+	}
 	open_dirs(&o, &d);
 	o.envp = run_build_env(environ, o.run_dir);
 	if (!o.envp)

@@ -18,6 +18,8 @@ struct run_opts {
 	long long grace_ms;                 /* between SIGTERM and SIGKILL */
 	unsigned long long max_output;      /* bytes kept in program_output.txt */
 	struct mafl_policy policy;
+	char **tools;                       /* --tool names, NULL-terminated; NULL: any */
+	unsigned long long max_calls;       /* --max-calls; 0: no launcher budget */
 	char **argv;                        /* PROGRAM ARGS..., borrowed from main's argv */
 	char **envp;                        /* the program's environment, built by run.c */
 };

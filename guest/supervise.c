@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "channel.h"
 #include "contain.h"
 #include "protocol.h"
 #include "run.h"
@@ -70,7 +71,7 @@ static __attribute__((noreturn)) void child_fail(int fd, int code, int err, cons
 
 /* In the program's process: stdio, session, containment in DESIGN.md's order, exec. */
 static __attribute__((noreturn)) void child_exec(const struct run_opts *o, const struct run_dirs *d,
-						 int out_w, int msg_fd)
+						 int out_w, int msg_fd, int chan_fd, char **envp)
 {
 	struct rlimit core = {0, 0};
 	sigset_t none;
@@ -85,6 +86,8 @@ static __attribute__((noreturn)) void child_exec(const struct run_opts *o, const
 		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, errno, "open /dev/null");
 	if (dup2(devnull, 0) < 0 || dup2(out_w, 1) < 0 || dup2(out_w, 2) < 0)
 		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, errno, "set up stdio");
+	if (fcntl(chan_fd, F_SETFD, 0) < 0)
+		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, errno, "pass on the call channel");
 	if (fchdir(d->work) < 0)
 		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, errno, "enter the work directory");
 	if (setrlimit(RLIMIT_CORE, &core) < 0)
@@ -105,7 +108,7 @@ static __attribute__((noreturn)) void child_exec(const struct run_opts *o, const
 	rc = mafl_seccomp_load(&o->policy);
 	if (rc < 0)
 		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, -rc, "load the seccomp filter");
-	execvpe(o->argv[0], o->argv, o->envp);
+	execvpe(o->argv[0], o->argv, envp);
 	child_fail(msg_fd, errno == ENOENT ? MAFP_EXIT_NOT_FOUND : MAFP_EXIT_CANNOT_EXEC, errno,
 		   "exec");
 }
@@ -297,6 +300,36 @@ static int await_exec(struct sup *s, int msg_r, struct child_msg *fail)
 	}
 }
 
+/* The run's environment plus MAF_HOST_TOOLS_FD and MAF_HOST_TOOLS. NULL on ENOMEM. */
+static char **channel_env(char **envp, int fd, char **tools)
+{
+	size_t n = 0, len = 1, i;
+	char **out, *list;
+
+	while (envp[n])
+		n++;
+	out = calloc(n + 3, sizeof(*out));
+	if (!out)
+		return NULL;
+	memcpy(out, envp, n * sizeof(*out));
+	for (i = 0; tools && tools[i]; i++)
+		len += strlen(tools[i]) + 1;
+	list = malloc(strlen(MAFL_CHANNEL_TOOLS_ENV "=") + len);
+	if (!list || asprintf(&out[n], "%s=%d", MAFL_CHANNEL_FD_ENV, fd) < 0) {
+		free(list);
+		free(out);
+		return NULL;
+	}
+	strcpy(list, MAFL_CHANNEL_TOOLS_ENV "=");
+	for (i = 0; tools && tools[i]; i++) {
+		if (i)
+			strcat(list, " ");
+		strcat(list, tools[i]);
+	}
+	out[n + 1] = list;
+	return out;
+}
+
 static void publish_pid_markers(struct sup *s)
 {
 	char num[32];
@@ -313,8 +346,11 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 	struct sup s;
 	struct child_msg fail;
 	struct mafp_exit_record rec;
+	struct channel *ch = NULL;
+	struct channel_opts copts = {.tools = o->tools, .max_calls = o->max_calls};
+	char **envp;
 	sigset_t mask;
-	int out_pipe[2], msg_pipe[2], devnull, sfd, tfd, phase = 0, out_open = 1;
+	int out_pipe[2], msg_pipe[2], devnull, sfd, tfd, phase = 0, out_open = 1, chan_fd, rc;
 
 	memset(&s, 0, sizeof(s));
 	s.o = o;
@@ -365,6 +401,13 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 			    strerror(errno));
 		_exit(1);
 	}
+	rc = channel_open(&ch, d->host_tools, &copts, &chan_fd);
+	envp = rc == 0 ? channel_env(o->envp, chan_fd, o->tools) : NULL;
+	if (!envp) {
+		send_report(report_fd, MAFP_EXIT_LAUNCHER, 0, 0, "cannot open the call channel: %s",
+			    strerror(rc < 0 ? -rc : ENOMEM));
+		_exit(1);
+	}
 	s.out_r = out_pipe[0];
 	s.start_ms = now_ms();
 	s.pid = fork();
@@ -377,8 +420,9 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 		close(report_fd);
 		close(out_pipe[0]);
 		close(msg_pipe[0]);
-		child_exec(o, d, out_pipe[1], msg_pipe[1]);
+		child_exec(o, d, out_pipe[1], msg_pipe[1], chan_fd, envp);
 	}
+	close(chan_fd);
 	s.main_alive = 1;
 	close(out_pipe[1]);
 	close(msg_pipe[1]);
@@ -398,13 +442,14 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 	fcntl(s.out_r, F_SETFL, O_NONBLOCK);
 
 	while (s.main_alive) {
-		struct pollfd pf[3] = {
+		struct pollfd pf[3 + MAFL_CHANNEL_POLLFDS] = {
 			{.fd = sfd, .events = POLLIN},
 			{.fd = tfd, .events = POLLIN},
 			{.fd = out_open ? s.out_r : -1, .events = POLLIN},
 		};
+		int nch = channel_pollfds(ch, pf + 3);
 
-		if (poll(pf, 3, -1) < 0) {
+		if (poll(pf, (nfds_t)(3 + nch), -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
@@ -440,6 +485,7 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 			if (!more)
 				out_open = 0;
 		}
+		channel_handle(ch, pf + 3, nch);
 	}
 
 	/* The program has ended: end the rest of the run, then take the last of its output. */
@@ -463,6 +509,8 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 	rec.signal = WIFSIGNALED(s.main_wstatus) ? WTERMSIG(s.main_wstatus) : 0;
 	rec.output_bytes = (int64_t)s.out_bytes;
 	rec.output_truncated = s.out_truncated;
+	rec.calls = channel_calls(ch);
+	channel_free(ch);
 	str_copy(rec.seccomp, sizeof(rec.seccomp), mafl_seccomp_name(&o->policy));
 	str_copy(rec.landlock, sizeof(rec.landlock), s.landlock);
 	fill_usage(&rec, s.start_ms);

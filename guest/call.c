@@ -1,0 +1,208 @@
+/* maf-launch call: one host-tool call through the run's channel, for any program in any
+ * image (a static C program in a FROM scratch image included). */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "channel.h"
+#include "commands.h"
+#include "protocol.h"
+#include "util.h"
+
+#define CALL_EXIT_REFUSED 1
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: maf-launch call [--timeout S] TOOL [ARGUMENTS]\n"
+		"\n"
+		"Calls the host tool TOOL from inside a run started by 'maf-launch run', through\n"
+		"the channel named by MAF_HOST_TOOLS_FD. ARGUMENTS is a JSON object (default {});\n"
+		"'-' reads it from stdin. Prints the tool's value as JSON on stdout.\n"
+		"\n"
+		"Options:\n"
+		"  --timeout S   give up after S seconds (default: wait as long as the run lasts)\n"
+		"  --help        print this help\n"
+		"\n"
+		"Exit codes: 0 the value was printed, 1 the call was refused (the sentence is on\n"
+		"stderr), 2 usage, 125 no channel or the channel failed.\n");
+}
+
+/* Reads all of stdin, at most MAFL_CHANNEL_LINE_MAX bytes. */
+static char *read_stdin(size_t *len)
+{
+	char *buf = malloc(MAFL_CHANNEL_LINE_MAX + 1);
+	ssize_t n;
+
+	if (!buf)
+		die(MAFP_EXIT_LAUNCHER, "out of memory");
+	n = read_full(0, buf, MAFL_CHANNEL_LINE_MAX + 1);
+	if (n < 0)
+		die_errno(MAFP_EXIT_LAUNCHER, "cannot read the arguments from stdin");
+	if (n > (ssize_t)MAFL_CHANNEL_LINE_MAX)
+		die(MAFP_EXIT_USAGE, "the arguments are larger than %u bytes", MAFL_CHANNEL_LINE_MAX);
+	buf[n] = '\0';
+	*len = (size_t)n;
+	return buf;
+}
+
+static int channel_fd(void)
+{
+	const char *v = getenv(MAFL_CHANNEL_FD_ENV);
+	unsigned long long fd;
+	struct stat st;
+
+	if (!v)
+		die(MAFP_EXIT_LAUNCHER, "%s is not set: this program was not started by "
+		    "'maf-launch run'", MAFL_CHANNEL_FD_ENV);
+	if (parse_u64(v, 1 << 20, &fd) < 0)
+		die(MAFP_EXIT_LAUNCHER, "%s is not a descriptor number: '%s'", MAFL_CHANNEL_FD_ENV, v);
+	if (fstat((int)fd, &st) < 0 || !S_ISSOCK(st.st_mode))
+		die(MAFP_EXIT_LAUNCHER, "descriptor %llu (%s) is not the run's channel socket", fd,
+		    MAFL_CHANNEL_FD_ENV);
+	return (int)fd;
+}
+
+/* Reads one answer line into a malloc'd buffer. Dies on EOF, error or timeout. */
+static char *read_answer(int fd, long long timeout_ms, size_t *len)
+{
+	size_t cap = 65536, got = 0;
+	char *buf = malloc(cap), *nl;
+	long long deadline = timeout_ms > 0 ? now_ms() + timeout_ms : 0;
+
+	if (!buf)
+		die(MAFP_EXIT_LAUNCHER, "out of memory");
+	for (;;) {
+		struct pollfd pf = {.fd = fd, .events = POLLIN};
+		int wait = -1;
+		ssize_t n;
+
+		if (deadline) {
+			long long left = deadline - now_ms();
+
+			if (left <= 0)
+				die(MAFP_EXIT_LAUNCHER, "no answer within the timeout");
+			wait = (int)left;
+		}
+		if (poll(&pf, 1, wait) < 0) {
+			if (errno == EINTR)
+				continue;
+			die_errno(MAFP_EXIT_LAUNCHER, "cannot wait for the answer");
+		}
+		if (!pf.revents)
+			continue;
+		if (got == cap) {
+			if (cap >= MAFL_CHANNEL_RESPONSE_MAX + 4096)
+				die(MAFP_EXIT_LAUNCHER, "the answer is too large");
+			cap *= 2;
+			buf = realloc(buf, cap);
+			if (!buf)
+				die(MAFP_EXIT_LAUNCHER, "out of memory");
+		}
+		n = read(fd, buf + got, cap - got);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			die_errno(MAFP_EXIT_LAUNCHER, "the channel failed");
+		}
+		if (n == 0)
+			die(MAFP_EXIT_LAUNCHER, "the channel closed without an answer (the run "
+			    "is ending, or too many connections are open)");
+		got += (size_t)n;
+		nl = memchr(buf, '\n', got);
+		if (nl) {
+			*len = (size_t)(nl - buf);
+			return buf;
+		}
+	}
+}
+
+int cmd_call(int argc, char **argv)
+{
+	long long timeout_ms = 0;
+	const char *tool, *args_text = "{}";
+	char *stdin_buf = NULL, *line, *answer;
+	size_t args_len, alen;
+	cJSON *args, *req, *ans, *val, *ref;
+	int i = 1, fd, rc;
+
+	for (; i < argc && argv[i][0] == '-' && argv[i][1]; i++) {
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			usage(stdout);
+			return 0;
+		}
+		if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc) {
+			if (parse_seconds_ms(argv[++i], 86400000LL, &timeout_ms) < 0 || !timeout_ms)
+				die(MAFP_EXIT_USAGE, "--timeout takes a positive number of seconds");
+			continue;
+		}
+		if (strcmp(argv[i], "--") == 0) {
+			i++;
+			break;
+		}
+		die(MAFP_EXIT_USAGE, "unknown option '%s' (try 'maf-launch call --help')", argv[i]);
+	}
+	if (i >= argc)
+		die(MAFP_EXIT_USAGE, "no TOOL given (try 'maf-launch call --help')");
+	if (argc - i > 2)
+		die(MAFP_EXIT_USAGE, "too many arguments: give TOOL and one JSON object");
+	tool = argv[i];
+	if (!mafp_tool_name_valid(tool))
+		die(MAFP_EXIT_USAGE, "'%s' is not a valid tool name", tool);
+	if (i + 1 < argc)
+		args_text = argv[i + 1];
+	if (strcmp(args_text, "-") == 0)
+		args_text = stdin_buf = read_stdin(&args_len);
+	args_len = strlen(args_text);
+	args = mafp_json_parse(args_text, args_len, MAFL_CHANNEL_LINE_MAX);
+	if (!args || !cJSON_IsObject(args))
+		die(MAFP_EXIT_USAGE, "ARGUMENTS must be a JSON object, e.g. '{\"x\": 1}'");
+	free(stdin_buf);
+
+	fd = channel_fd();
+	req = cJSON_CreateObject();
+	if (!req || !cJSON_AddNumberToObject(req, "id", 1) ||
+	    !cJSON_AddStringToObject(req, "name", tool) ||
+	    !cJSON_AddItemToObject(req, "arguments", args))
+		die(MAFP_EXIT_LAUNCHER, "out of memory");
+	line = cJSON_PrintUnformatted(req);
+	cJSON_Delete(req);
+	if (!line)
+		die(MAFP_EXIT_LAUNCHER, "out of memory");
+	fd = channel_connect(fd);
+	if (fd < 0)
+		die_errno(MAFP_EXIT_LAUNCHER, "cannot connect to the run's channel");
+	if (write_all(fd, line, strlen(line)) < 0 || write_all(fd, "\n", 1) < 0)
+		die_errno(MAFP_EXIT_LAUNCHER, "cannot send the call");
+	free(line);
+	answer = read_answer(fd, timeout_ms, &alen);
+	close(fd);
+	ans = mafp_json_parse(answer, alen, MAFL_CHANNEL_RESPONSE_MAX + 4096);
+	free(answer);
+	if (!ans || !cJSON_IsObject(ans))
+		die(MAFP_EXIT_LAUNCHER, "the channel sent an answer that is not a JSON object");
+	val = cJSON_GetObjectItemCaseSensitive(ans, "value");
+	ref = cJSON_GetObjectItemCaseSensitive(ans, "refusal");
+	if (cJSON_IsString(ref)) {
+		dprintf(2, "%s: refused: %s\n", mafl_prog, ref->valuestring);
+		rc = CALL_EXIT_REFUSED;
+	} else if (val) {
+		char *out = cJSON_PrintUnformatted(val);
+
+		if (!out)
+			die(MAFP_EXIT_LAUNCHER, "out of memory");
+		if (write_all(1, out, strlen(out)) < 0 || write_all(1, "\n", 1) < 0)
+			die_errno(MAFP_EXIT_LAUNCHER, "cannot write the value");
+		free(out);
+		rc = 0;
+	} else {
+		die(MAFP_EXIT_LAUNCHER, "the channel's answer has neither a value nor a refusal");
+	}
+	cJSON_Delete(ans);
+	return rc;
+}

@@ -1,0 +1,635 @@
+#include "channel.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "protocol.h"
+#include "util.h"
+
+struct conn {
+	int fd;                 /* -1: slot free */
+	char *in;
+	size_t in_len;
+	char *out;
+	size_t out_len, out_off;
+	int eof;                /* the peer closed its side: close once nothing is owed */
+};
+
+struct call {
+	long n;                 /* the call file number; 0: slot free */
+	int conn;               /* the connection to answer, -1 when it went away */
+	cJSON *id;              /* the caller's id, owned */
+};
+
+struct channel {
+	int calls_dir;          /* R/host_tools/host_tool_calls */
+	int listen_fd;          /* our end of the socketpair the program inherits */
+	int ino_fd;
+	struct conn conns[MAFL_CHANNEL_MAX_CONNS];
+	struct call calls[MAFL_CHANNEL_MAX_INFLIGHT];
+	long next_n;            /* no claim below this one is ours to take */
+	unsigned long long accepted;
+	long long answered;
+	struct channel_opts opts;
+};
+
+static void conn_close(struct channel *c, int i)
+{
+	struct conn *k = &c->conns[i];
+	size_t j;
+
+	close(k->fd);
+	free(k->in);
+	free(k->out);
+	memset(k, 0, sizeof(*k));
+	k->fd = -1;
+	for (j = 0; j < MAFL_CHANNEL_MAX_INFLIGHT; j++)
+		if (c->calls[j].n && c->calls[j].conn == i)
+			c->calls[j].conn = -1;
+}
+
+/* Sends what the connection is owed without ever blocking the supervisor. */
+static void conn_flush(struct channel *c, int i)
+{
+	struct conn *k = &c->conns[i];
+
+	while (k->out_off < k->out_len) {
+		ssize_t n = send(k->fd, k->out + k->out_off, k->out_len - k->out_off,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN)
+				return;
+			conn_close(c, i);	/* the program closed it: its loss */
+			return;
+		}
+		k->out_off += (size_t)n;
+	}
+	k->out_off = k->out_len = 0;
+}
+
+/* Queues one answer line for connection i; a connection that lets answers pile up past
+ * MAFL_CHANNEL_OUTBUF_MAX is dropped. Consumes line. */
+static void conn_send(struct channel *c, int i, char *line)
+{
+	struct conn *k;
+	size_t len;
+
+	if (i < 0 || c->conns[i].fd < 0 || !line) {
+		free(line);
+		return;
+	}
+	k = &c->conns[i];
+	len = strlen(line);
+	if (k->out_len - k->out_off + len + 1 > MAFL_CHANNEL_OUTBUF_MAX) {
+		free(line);
+		conn_close(c, i);
+		return;
+	}
+	if (k->out_off > 0) {
+		memmove(k->out, k->out + k->out_off, k->out_len - k->out_off);
+		k->out_len -= k->out_off;
+		k->out_off = 0;
+	}
+	{
+		char *nb = realloc(k->out, k->out_len + len + 1);
+
+		if (!nb) {
+			free(line);
+			conn_close(c, i);
+			return;
+		}
+		k->out = nb;
+	}
+	memcpy(k->out + k->out_len, line, len);
+	k->out[k->out_len + len] = '\n';
+	k->out_len += len + 1;
+	free(line);
+	conn_flush(c, i);
+}
+
+/* {"id": ID, "value": V} or {"id": ID, "refusal": S}; id and value are borrowed. */
+static char *answer_line(const cJSON *id, const cJSON *value, const char *refusal)
+{
+	cJSON *o = cJSON_CreateObject(), *idc, *v;
+	char *out = NULL;
+
+	if (!o)
+		return NULL;
+	idc = id ? cJSON_Duplicate(id, 1) : cJSON_CreateNull();
+	if (!idc || !cJSON_AddItemToObject(o, "id", idc)) {
+		cJSON_Delete(idc);
+		goto out;
+	}
+	if (refusal) {
+		if (!cJSON_AddStringToObject(o, "refusal", refusal))
+			goto out;
+	} else {
+		v = value ? cJSON_Duplicate(value, 1) : cJSON_CreateNull();
+		if (!v || !cJSON_AddItemToObject(o, "value", v)) {
+			cJSON_Delete(v);
+			goto out;
+		}
+	}
+	out = cJSON_PrintUnformatted(o);
+out:
+	cJSON_Delete(o);
+	return out;
+}
+
+static void refuse(struct channel *c, int i, const cJSON *id, const char *sentence)
+{
+	c->answered++;
+	conn_send(c, i, answer_line(id, NULL, sentence));
+}
+
+int channel_parse_call(const char *line, size_t len, cJSON **root, const cJSON **id,
+		       const char **name, const cJSON **arguments, char *why, size_t why_size)
+{
+	cJSON *o, *nm, *args;
+
+	*root = NULL;
+	*id = NULL;
+	o = mafp_json_parse(line, len, MAFL_CHANNEL_LINE_MAX);
+	if (!o || !cJSON_IsObject(o)) {
+		cJSON_Delete(o);
+		snprintf(why, why_size, "the call is not a JSON object");
+		return -1;
+	}
+	*root = o;
+	*id = cJSON_GetObjectItemCaseSensitive(o, "id");
+	if (!*id || !((cJSON_IsString(*id) && strlen((*id)->valuestring) <= MAFL_CHANNEL_ID_MAX) ||
+		      cJSON_IsNumber(*id))) {
+		*id = NULL;
+		snprintf(why, why_size, "the call has no \"id\" (a string of at most %d bytes or "
+			 "a number)", MAFL_CHANNEL_ID_MAX);
+		return -1;
+	}
+	nm = cJSON_GetObjectItemCaseSensitive(o, "name");
+	if (!cJSON_IsString(nm) || !mafp_tool_name_valid(nm->valuestring)) {
+		snprintf(why, why_size, "the call has no valid tool \"name\"");
+		return -1;
+	}
+	args = cJSON_GetObjectItemCaseSensitive(o, "arguments");
+	if (!args) {
+		args = cJSON_AddObjectToObject(o, "arguments");
+		if (!args) {
+			snprintf(why, why_size, "out of memory");
+			return -1;
+		}
+	} else if (!cJSON_IsObject(args)) {
+		snprintf(why, why_size, "the call's \"arguments\" is not a JSON object");
+		return -1;
+	}
+	*name = nm->valuestring;
+	*arguments = args;
+	return 0;
+}
+
+static int tool_allowed(const struct channel *c, const char *name)
+{
+	char **t;
+
+	if (!c->opts.tools)
+		return 1;
+	for (t = c->opts.tools; *t; t++)
+		if (strcmp(*t, name) == 0)
+			return 1;
+	return 0;
+}
+
+/* Takes the lowest free call number, as the upstream shim does: the filesystem arbitrates
+ * between us and any program writing legacy call files itself. */
+static long claim_number(struct channel *c)
+{
+	char fname[32];
+	long n;
+
+	for (n = c->next_n; n <= MAFP_CALL_ID_MAX; n++) {
+		int fd;
+
+		mafp_call_file_name(fname, sizeof(fname), n, MAFP_SUFFIX_CLAIM);
+		fd = openat(c->calls_dir, fname, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			    0666);
+		if (fd >= 0) {
+			close(fd);
+			c->next_n = n + 1;
+			return n;
+		}
+		if (errno != EEXIST)
+			return -1;
+	}
+	errno = ENOSPC;
+	return -1;
+}
+
+static void try_complete(struct channel *c, struct call *k);
+
+static void handle_call(struct channel *c, int i, const char *line, size_t len)
+{
+	char why[256], fname[48];
+	const cJSON *id, *args;
+	const char *name;
+	cJSON *root;
+	struct call *slot = NULL;
+	char *req;
+	long n;
+	size_t j;
+
+	if (channel_parse_call(line, len, &root, &id, &name, &args, why, sizeof(why)) < 0) {
+		refuse(c, i, id, why);
+		goto out;
+	}
+	if (!tool_allowed(c, name)) {
+		snprintf(why, sizeof(why), "unknown tool '%s'", name);
+		refuse(c, i, id, why);
+		goto out;
+	}
+	if (c->opts.max_calls && c->accepted >= c->opts.max_calls) {
+		snprintf(why, sizeof(why), "the run's budget of %llu host-tool calls is spent",
+			 c->opts.max_calls);
+		refuse(c, i, id, why);
+		goto out;
+	}
+	for (j = 0; j < MAFL_CHANNEL_MAX_INFLIGHT && !slot; j++)
+		if (!c->calls[j].n)
+			slot = &c->calls[j];
+	if (!slot) {
+		snprintf(why, sizeof(why), "too many calls in flight (at most %d)",
+			 MAFL_CHANNEL_MAX_INFLIGHT);
+		refuse(c, i, id, why);
+		goto out;
+	}
+	c->accepted++;
+	n = claim_number(c);
+	if (n < 0) {
+		snprintf(why, sizeof(why), "cannot claim a call number: %s", strerror(errno));
+		refuse(c, i, id, why);
+		goto out;
+	}
+	mafp_call_file_name(fname, sizeof(fname), n, MAFP_SUFFIX_REQUEST);
+	req = mafp_request_encode(n, name, args);
+	if (!req || publish_at(c->calls_dir, fname, req, strlen(req), 0) < 0) {
+		char *ab = mafp_request_encode_abandoned(n);
+
+		snprintf(why, sizeof(why), "cannot publish the request: %s",
+			 req ? strerror(errno) : "out of memory");
+		/* Let the host step over the hole, as the upstream shim does. */
+		if (ab)
+			publish_at(c->calls_dir, fname, ab, strlen(ab), 0);
+		free(ab);
+		free(req);
+		refuse(c, i, id, why);
+		goto out;
+	}
+	free(req);
+	slot->n = n;
+	slot->conn = i;
+	slot->id = cJSON_Duplicate(id, 1);
+	/* The watch predates the request, so an answer cannot be missed; a host that answered
+	 * between our rename and here is seen by the next event or by this look. */
+	try_complete(c, slot);
+out:
+	cJSON_Delete(root);
+}
+
+/* Reads NNNN.response.json if it is there and whole, and relays it. A response that does
+ * not parse yet is left for the next event: a backend's write_file may land in pieces. */
+static void try_complete(struct channel *c, struct call *k)
+{
+	struct mafp_response resp;
+	char fname[48], *buf = NULL;
+	struct stat st;
+	ssize_t got;
+	int fd;
+
+	mafp_call_file_name(fname, sizeof(fname), k->n, MAFP_SUFFIX_RESPONSE);
+	fd = openat(c->calls_dir, fname, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size == 0)
+		goto out;
+	if (st.st_size > (off_t)MAFL_CHANNEL_RESPONSE_MAX) {
+		char why[128];
+
+		snprintf(why, sizeof(why), "the host's response is larger than %u bytes",
+			 MAFL_CHANNEL_RESPONSE_MAX);
+		refuse(c, k->conn, k->id, why);
+		goto done;
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf)
+		goto out;
+	got = read_full(fd, buf, (size_t)st.st_size + 1);
+	if (got <= 0 || got > st.st_size)
+		goto out;	/* grew while we read: not finished yet */
+	if (mafp_response_decode(buf, (size_t)got, MAFL_CHANNEL_RESPONSE_MAX, &resp) < 0)
+		goto out;
+	c->answered++;
+	conn_send(c, k->conn, answer_line(k->id, resp.value, resp.refusal));
+	mafp_response_clear(&resp);
+done:
+	cJSON_Delete(k->id);
+	memset(k, 0, sizeof(*k));
+out:
+	free(buf);
+	close(fd);
+}
+
+static void handle_inotify(struct channel *c)
+{
+	char buf[8192] __attribute__((aligned(__alignof__(struct inotify_event))));
+	ssize_t n;
+	size_t j;
+
+	while ((n = read(c->ino_fd, buf, sizeof(buf))) > 0) {
+		char *p = buf;
+
+		while (p < buf + n) {
+			struct inotify_event *ev = (struct inotify_event *)p;
+			long id;
+			size_t nl = ev->len ? strlen(ev->name) : 0;
+			size_t sl = strlen(MAFP_SUFFIX_RESPONSE);
+
+			p += sizeof(*ev) + ev->len;
+			if (ev->mask & IN_Q_OVERFLOW) {
+				for (j = 0; j < MAFL_CHANNEL_MAX_INFLIGHT; j++)
+					if (c->calls[j].n)
+						try_complete(c, &c->calls[j]);
+				continue;
+			}
+			if (nl <= sl || strcmp(ev->name + nl - sl, MAFP_SUFFIX_RESPONSE) != 0 ||
+			    mafp_marker_parse(ev->name, nl - sl, 1, MAFP_CALL_ID_MAX, &id) < 0)
+				continue;
+			for (j = 0; j < MAFL_CHANNEL_MAX_INFLIGHT; j++)
+				if (c->calls[j].n == id)
+					try_complete(c, &c->calls[j]);
+		}
+	}
+}
+
+static void accept_conn(struct channel *c)
+{
+	char data[16];
+	char ctl[CMSG_SPACE(4 * sizeof(int))];
+	struct iovec iov = {.iov_base = data, .iov_len = sizeof(data)};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl,
+			    .msg_controllen = sizeof(ctl)};
+	struct cmsghdr *cm;
+	int fd = -1;
+	size_t i;
+
+	if (recvmsg(c->listen_fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) < 0)
+		return;
+	for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+		int nfd, k, fds[4];
+
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		nfd = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		memcpy(fds, CMSG_DATA(cm), (size_t)nfd * sizeof(int));
+		for (k = 0; k < nfd; k++) {
+			if (fd < 0)
+				fd = fds[k];
+			else
+				close(fds[k]);
+		}
+	}
+	if (fd < 0)
+		return;
+	{
+		struct stat st;
+
+		/* Only a socket is a connection; anything else would block or mislead us. */
+		if (fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode)) {
+			close(fd);
+			return;
+		}
+	}
+	for (i = 0; i < MAFL_CHANNEL_MAX_CONNS; i++) {
+		if (c->conns[i].fd < 0) {
+			fcntl(fd, F_SETFL, O_NONBLOCK);
+			c->conns[i].fd = fd;
+			return;
+		}
+	}
+	close(fd);	/* too many connections: the caller sees EOF */
+}
+
+static void conn_read(struct channel *c, int i)
+{
+	struct conn *k = &c->conns[i];
+
+	for (;;) {
+		char *nl;
+		ssize_t n;
+
+		if (!k->in) {
+			k->in = malloc(MAFL_CHANNEL_LINE_MAX);
+			if (!k->in) {
+				conn_close(c, i);
+				return;
+			}
+		}
+		n = recv(k->fd, k->in + k->in_len, MAFL_CHANNEL_LINE_MAX - k->in_len, MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN)
+				k->eof = 1;
+			break;
+		}
+		if (n == 0) {
+			k->eof = 1;
+			break;
+		}
+		k->in_len += (size_t)n;
+		while (k->fd >= 0 && (nl = memchr(k->in, '\n', k->in_len))) {
+			size_t len = (size_t)(nl - k->in);
+
+			handle_call(c, i, k->in, len);
+			if (k->fd < 0)
+				return;
+			memmove(k->in, nl + 1, k->in_len - len - 1);
+			k->in_len -= len + 1;
+		}
+		if (k->in_len == MAFL_CHANNEL_LINE_MAX) {
+			char why[96];
+
+			snprintf(why, sizeof(why), "the call line is longer than %u bytes",
+				 MAFL_CHANNEL_LINE_MAX);
+			refuse(c, i, NULL, why);
+			k->in_len = 0;
+			k->eof = 1;	/* no way to find the next line: stop reading */
+			break;
+		}
+	}
+	if (k->fd >= 0 && k->in_len == 0 && k->in) {
+		free(k->in);	/* idle connections hold no line buffer */
+		k->in = NULL;
+	}
+}
+
+int channel_open(struct channel **out, int host_tools_fd, const struct channel_opts *opts,
+		 int *program_fd)
+{
+	struct channel *c = calloc(1, sizeof(*c));
+	int sv[2] = {-1, -1}, err, i;
+
+	if (!c)
+		return -ENOMEM;
+	c->calls_dir = c->listen_fd = c->ino_fd = -1;
+	for (i = 0; i < MAFL_CHANNEL_MAX_CONNS; i++)
+		c->conns[i].fd = -1;
+	c->opts = *opts;
+	c->next_n = 1;
+	if (mkdirat(host_tools_fd, MAFP_DIR_CALLS, 0777) < 0 && errno != EEXIST)
+		goto fail;
+	c->calls_dir = openat(host_tools_fd, MAFP_DIR_CALLS,
+			      O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (c->calls_dir < 0)
+		goto fail;
+	c->ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (c->ino_fd < 0)
+		goto fail;
+	{
+		char path[64];
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", c->calls_dir);
+		if (inotify_add_watch(c->ino_fd, path,
+				      IN_CLOSE_WRITE | IN_MOVED_TO | IN_ONLYDIR) < 0)
+			goto fail;
+	}
+	/* SOCK_SEQPACKET: each connection request is one message carrying one descriptor, so
+	 * threads and forked processes sharing the inherited end never interleave. */
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		goto fail;
+	c->listen_fd = sv[0];
+	fcntl(sv[0], F_SETFL, O_NONBLOCK);
+	*program_fd = sv[1];
+	*out = c;
+	return 0;
+fail:
+	err = errno;
+	if (sv[0] >= 0)
+		close(sv[0]);
+	channel_free(c);
+	return -err;
+}
+
+int channel_pollfds(struct channel *c, struct pollfd *pf)
+{
+	int n = 0, i;
+
+	pf[n++] = (struct pollfd){.fd = c->listen_fd, .events = POLLIN};
+	pf[n++] = (struct pollfd){.fd = c->ino_fd, .events = POLLIN};
+	for (i = 0; i < MAFL_CHANNEL_MAX_CONNS; i++) {
+		struct conn *k = &c->conns[i];
+		short ev = 0;
+
+		if (k->fd >= 0) {
+			ev = k->eof ? 0 : POLLIN;
+			if (k->out_len > k->out_off)
+				ev |= POLLOUT;
+		}
+		pf[n++] = (struct pollfd){.fd = k->fd >= 0 ? k->fd : -1, .events = ev};
+	}
+	return n;
+}
+
+void channel_handle(struct channel *c, const struct pollfd *pf, int n)
+{
+	int i;
+
+	if (n < MAFL_CHANNEL_POLLFDS)
+		return;
+	if (pf[1].revents)
+		handle_inotify(c);
+	for (i = 0; i < MAFL_CHANNEL_MAX_CONNS; i++) {
+		const struct pollfd *p = &pf[2 + i];
+
+		if (p->fd < 0 || c->conns[i].fd != p->fd || !p->revents)
+			continue;
+		if (p->revents & POLLOUT)
+			conn_flush(c, i);
+		if (c->conns[i].fd >= 0 && (p->revents & (POLLIN | POLLHUP | POLLERR)))
+			conn_read(c, i);
+		/* A connection whose peer left is closed once it is owed nothing more. */
+		if (c->conns[i].fd >= 0 && c->conns[i].eof &&
+		    c->conns[i].out_len == c->conns[i].out_off) {
+			size_t j, owed = 0;
+
+			for (j = 0; j < MAFL_CHANNEL_MAX_INFLIGHT; j++)
+				owed += c->calls[j].n && c->calls[j].conn == i;
+			if (!owed || (p->revents & (POLLHUP | POLLERR)))
+				conn_close(c, i);
+		}
+	}
+	if (pf[0].revents)
+		accept_conn(c);
+}
+
+long long channel_calls(const struct channel *c)
+{
+	return c->answered;
+}
+
+void channel_free(struct channel *c)
+{
+	int i;
+
+	if (!c)
+		return;
+	for (i = 0; i < MAFL_CHANNEL_MAX_CONNS; i++)
+		if (c->conns[i].fd >= 0)
+			conn_close(c, i);
+	for (i = 0; i < MAFL_CHANNEL_MAX_INFLIGHT; i++)
+		cJSON_Delete(c->calls[i].id);
+	if (c->calls_dir >= 0)
+		close(c->calls_dir);
+	if (c->listen_fd >= 0)
+		close(c->listen_fd);
+	if (c->ino_fd >= 0)
+		close(c->ino_fd);
+	free(c);
+}
+
+int channel_connect(int chan_fd)
+{
+	char ctl[CMSG_SPACE(sizeof(int))];
+	char data[] = "connect";
+	struct iovec iov = {.iov_base = data, .iov_len = sizeof(data) - 1};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl,
+			    .msg_controllen = sizeof(ctl)};
+	struct cmsghdr *cm;
+	int sv[2], err;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return -1;
+	memset(ctl, 0, sizeof(ctl));
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &sv[1], sizeof(int));
+	while (sendmsg(chan_fd, &mh, MSG_NOSIGNAL) < 0) {
+		if (errno == EINTR)
+			continue;
+		err = errno;
+		close(sv[0]);
+		close(sv[1]);
+		errno = err;
+		return -1;
+	}
+	close(sv[1]);
+	return sv[0];
+}

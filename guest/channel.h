@@ -1,0 +1,58 @@
+/* The call channel (ours): the program reaches the supervisor through a socket it inherits
+ * (MAF_HOST_TOOLS_FD); the supervisor turns each call into a claim and a request file in the
+ * legacy format, waits for the response with inotify, and relays it. */
+#ifndef MAFL_CHANNEL_H
+#define MAFL_CHANNEL_H
+
+#include <poll.h>
+#include <stddef.h>
+
+#include "cJSON.h"
+
+#define MAFL_CHANNEL_FD_ENV "MAF_HOST_TOOLS_FD"
+#define MAFL_CHANNEL_TOOLS_ENV "MAF_HOST_TOOLS"
+#define MAFL_CHANNEL_MAX_CONNS 64
+#define MAFL_CHANNEL_MAX_INFLIGHT 64
+#define MAFL_CHANNEL_LINE_MAX (1u << 20)        /* one call line, newline included */
+#define MAFL_CHANNEL_RESPONSE_MAX (9u << 20)    /* a response file */
+#define MAFL_CHANNEL_OUTBUF_MAX (32u << 20)     /* answers a connection has not read */
+#define MAFL_CHANNEL_ID_MAX 128                 /* bytes of a caller's string id */
+/* poll entries the channel may need: the listener, inotify, the connections */
+#define MAFL_CHANNEL_POLLFDS (2 + MAFL_CHANNEL_MAX_CONNS)
+
+struct channel;
+
+struct channel_opts {
+	char **tools;                 /* allowed tool names, NULL-terminated; NULL: any */
+	unsigned long long max_calls; /* 0: no launcher budget */
+};
+
+/* Creates the channel of a run whose R/host_tools is open as host_tools_fd. *program_fd is
+ * the end the program inherits (not close-on-exec); the caller closes it after the fork.
+ * Returns 0, or a negative errno. */
+int channel_open(struct channel **out, int host_tools_fd, const struct channel_opts *opts,
+		 int *program_fd);
+/* Fills pf (room for MAFL_CHANNEL_POLLFDS) with what the channel waits on; returns the
+ * count. */
+int channel_pollfds(struct channel *c, struct pollfd *pf);
+/* Handles the events poll() returned for the entries channel_pollfds filled. */
+void channel_handle(struct channel *c, const struct pollfd *pf, int n);
+/* Calls answered or refused so far. */
+long long channel_calls(const struct channel *c);
+/* Closes every descriptor; outstanding calls are dropped. NULL is a no-op. */
+void channel_free(struct channel *c);
+
+/* Client side, for `maf-launch call` and tests: opens a private connection through the
+ * channel socket chan_fd (a socketpair end sent with SCM_RIGHTS). Returns the connection's
+ * descriptor, or -1 with errno set. */
+int channel_connect(int chan_fd);
+
+/* Checks one call line (without its newline) and splits it. On success returns 0 with
+ * *id (a string or number, owned by *root), *name and *arguments (borrowed from *root; an
+ * empty object when absent is created in root); the caller deletes *root. On failure
+ * returns -1 with a sentence in why and *id set if one could be read (then *root must
+ * still be deleted). */
+int channel_parse_call(const char *line, size_t len, cJSON **root, const cJSON **id,
+		       const char **name, const cJSON **arguments, char *why, size_t why_size);
+
+#endif
