@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -192,4 +193,49 @@ void str_copy(char *dst, size_t size, const char *src)
 		n = size - 1;
 	memcpy(dst, src, n);
 	dst[n] = '\0';
+}
+
+int opt_take(int argc, char **argv, int *i, const char *name, const char **value)
+{
+	const char *a = argv[*i];
+	size_t n = strlen(name);
+
+	if (strncmp(a, name, n) != 0 || (a[n] != '\0' && a[n] != '='))
+		return 0;
+	if (a[n] == '=') {
+		*value = a + n + 1;
+		return 1;
+	}
+	if (*i + 1 >= argc)
+		die(MAFP_EXIT_USAGE, "%s needs a value", name);
+	*value = argv[++*i];
+	return 1;
+}
+
+int open_regular_at(int dirfd, const char *name, struct stat *st)
+{
+	int fd, err;
+
+	/* Look before opening: opening a device can have side effects, and a FIFO opened
+	 * without O_NONBLOCK would block. */
+	if (fstatat(dirfd, name, st, AT_SYMLINK_NOFOLLOW) < 0)
+		return -1;
+	if (!S_ISREG(st->st_mode)) {
+		errno = EINVAL;
+		return -1;
+	}
+	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ELOOP)
+			errno = EINVAL;
+		return -1;
+	}
+	/* It may have been swapped between the look and the open. */
+	err = fstat(fd, st) < 0 ? errno : !S_ISREG(st->st_mode) ? EINVAL : 0;
+	if (err) {
+		close(fd);
+		errno = err;
+		return -1;
+	}
+	return fd;
 }

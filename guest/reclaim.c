@@ -1,0 +1,399 @@
+/* maf-launch reclaim: delete a run directory tree without following symlinks and without
+ * crossing mount points.
+ *
+ * Upstream cleans up with 'rm -rf' over exec. The tree was written by a hostile program, so
+ * every step goes through directory descriptors: each directory is opened relative to its
+ * parent with O_NOFOLLOW|O_DIRECTORY (a symlink is unlinked as a link, never followed), and
+ * every entry's mount is compared with R's before anything is done to it (the mount id from
+ * statx, which also tells a bind mount of the same filesystem apart; st_dev where the kernel
+ * has no mount id). A mount below R is left alone, with all it holds, and reported. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "protocol.h"
+#include "util.h"
+
+#ifndef AT_NO_AUTOMOUNT
+#define AT_NO_AUTOMOUNT 0x800
+#endif
+#ifndef AT_EMPTY_PATH
+#define AT_EMPTY_PATH 0x1000
+#endif
+#define RECLAIM_RENAME_NOREPLACE 1u
+#define RECLAIM_STATX_TYPE 0x1u
+#define RECLAIM_STATX_MODE 0x2u
+#define RECLAIM_STATX_INO 0x100u
+#define RECLAIM_STATX_MNT_ID 0x1000u
+#define RECLAIM_ATTR_MOUNT_ROOT 0x2000u
+
+/* Directories deeper than this below R are moved up to R and emptied from there, so the
+ * descriptors held at once stay bounded however deep the program nested them. */
+#define RECLAIM_DEPTH_MAX 64
+#define RECLAIM_REPORT_MAX 20	/* lines naming what was left; then a count */
+#define RECLAIM_EXIT_LEFT 1
+
+/* The kernel's struct statx (256 bytes), declared here because musl 1.2.3 has none and
+ * glibc's and the kernel's headers clash. */
+struct kstatx {
+	uint32_t mask, blksize;
+	uint64_t attributes;
+	uint32_t nlink, uid, gid;
+	uint16_t mode, spare0;
+	uint64_t ino, size, blocks, attributes_mask;
+	struct {
+		int64_t sec;
+		uint32_t nsec;
+		int32_t reserved;
+	} atime, btime, ctime, mtime;
+	uint32_t rdev_major, rdev_minor, dev_major, dev_minor;
+	uint64_t mnt_id;
+	uint64_t spare2[13];
+};
+
+/* What reclaim needs to know of one entry. */
+struct node {
+	mode_t mode;
+	dev_t dev;
+	uint64_t mnt_id;
+	int has_mnt_id;
+	int mount_root;		/* the kernel says it is the root of a mount */
+};
+
+struct reclaim {
+	int root_fd;		/* R */
+	struct node root;
+	char path[4096];	/* the entry being worked on, for messages */
+	size_t path_len;
+	unsigned left;		/* entries that could not be removed */
+	unsigned moved;		/* deep directories moved up to R */
+	char (*pending)[32];	/* names, in R, of directories moved up and not yet emptied */
+	size_t npending, cap_pending;
+};
+
+static int look(int dirfd, const char *name, int flags, struct node *n)
+{
+	struct kstatx sx;
+	struct stat st;
+
+	memset(n, 0, sizeof(*n));
+	memset(&sx, 0, sizeof(sx));
+	if (syscall(SYS_statx, dirfd, name, flags | AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT,
+		    RECLAIM_STATX_TYPE | RECLAIM_STATX_MODE | RECLAIM_STATX_INO |
+		    RECLAIM_STATX_MNT_ID, &sx) == 0) {
+		n->mode = sx.mode;
+		n->dev = makedev(sx.dev_major, sx.dev_minor);
+		n->has_mnt_id = (sx.mask & RECLAIM_STATX_MNT_ID) != 0;
+		n->mnt_id = sx.mnt_id;
+		n->mount_root = (sx.attributes_mask & RECLAIM_ATTR_MOUNT_ROOT) &&
+				(sx.attributes & RECLAIM_ATTR_MOUNT_ROOT);
+		return 0;
+	}
+	if (errno != ENOSYS)
+		return -1;
+	/* Before Linux 4.11: st_dev only, which cannot see a bind mount of R's filesystem. */
+	if (fstatat(dirfd, name, &st, flags | AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT) < 0)
+		return -1;
+	n->mode = st.st_mode;
+	n->dev = st.st_dev;
+	return 0;
+}
+
+/* 1 if n is on another mount than R. */
+static int other_mount(const struct reclaim *r, const struct node *n)
+{
+	if (n->dev != r->root.dev || n->mount_root)
+		return 1;
+	return n->has_mnt_id && r->root.has_mnt_id && n->mnt_id != r->root.mnt_id;
+}
+
+static __attribute__((format(printf, 2, 3))) void left(struct reclaim *r, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	if (r->left++ >= RECLAIM_REPORT_MAX)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	warnx("%s %s", r->path, msg);
+}
+
+static size_t path_push(struct reclaim *r, const char *name)
+{
+	size_t old = r->path_len, n = strlen(name);
+
+	if (old + 1 + n < sizeof(r->path)) {
+		r->path[old] = '/';
+		memcpy(r->path + old + 1, name, n + 1);
+		r->path_len = old + 1 + n;
+	} else if (old + 5 < sizeof(r->path)) {
+		memcpy(r->path + old, "/...", 5);
+		r->path_len = old + 4;
+	}
+	return old;
+}
+
+static void path_pop(struct reclaim *r, size_t old)
+{
+	r->path_len = old;
+	r->path[old] = '\0';
+}
+
+/* Gives the owner write and search permission on a directory so its entries can be removed
+ * (a read-only directory, chmod 0500, is the program's to make). fd may be O_PATH. */
+static void make_writable(int fd, mode_t mode)
+{
+	char proc[64];
+
+	if ((mode & 0700) == 0700)
+		return;
+	if (fchmod(fd, (mode & 07777) | 0700) == 0)
+		return;
+	/* An O_PATH descriptor: chmod through its /proc link, which names that very inode. */
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	chmod(proc, (mode & 07777) | 0700);
+}
+
+static int remove_entry(struct reclaim *r, int dfd, const char *name, int depth);
+
+/* Removes every entry of the directory open as fd (consumed). Returns 0 if all went. */
+static int empty_dir(struct reclaim *r, int fd, mode_t mode, int depth)
+{
+	struct dirent *de;
+	int rc = 0;
+	DIR *d;
+
+	make_writable(fd, mode);
+	d = fdopendir(fd);
+	if (!d) {
+		left(r, "cannot be listed: %s", strerror(errno));
+		close(fd);
+		return -1;
+	}
+	errno = 0;
+	while ((de = readdir(d))) {
+		size_t old;
+
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		old = path_push(r, de->d_name);
+		if (remove_entry(r, dirfd(d), de->d_name, depth) < 0)
+			rc = -1;
+		path_pop(r, old);
+		errno = 0;
+	}
+	if (errno) {
+		left(r, "cannot be listed: %s", strerror(errno));
+		rc = -1;
+	}
+	closedir(d);
+	return rc;
+}
+
+/* Moves a directory nested too deep up to R, to be emptied from there. Returns 0 or -1. */
+static int move_up(struct reclaim *r, int dfd, const char *name)
+{
+	char tmp[32];
+
+	if (r->npending == r->cap_pending) {
+		size_t ncap = r->cap_pending ? r->cap_pending * 2 : 16;
+		char (*np)[32] = realloc(r->pending, ncap * sizeof(*np));
+
+		if (!np)
+			return -1;
+		r->pending = np;
+		r->cap_pending = ncap;
+	}
+	for (;;) {
+		snprintf(tmp, sizeof(tmp), ".maf-reclaim-%u", r->moved++);
+		if (syscall(SYS_renameat2, dfd, name, r->root_fd, tmp, RECLAIM_RENAME_NOREPLACE) == 0)
+			break;
+		if (errno != EEXIST)
+			return -1;
+	}
+	memcpy(r->pending[r->npending++], tmp, sizeof(tmp));
+	return 0;
+}
+
+/* Removes dfd/name and all below it. Returns 0 if it is gone, else -1 (reported). */
+static int remove_entry(struct reclaim *r, int dfd, const char *name, int depth)
+{
+	struct node n, opened;
+	int fd, rc;
+
+	if (look(dfd, name, 0, &n) < 0) {
+		if (errno == ENOENT)
+			return 0;
+		left(r, "cannot be examined: %s", strerror(errno));
+		return -1;
+	}
+	if (other_mount(r, &n)) {
+		left(r, "is a mount point; left in place with everything below it");
+		return -1;
+	}
+	if (!S_ISDIR(n.mode)) {
+		/* A symlink goes as a link; a FIFO or socket is never opened. */
+		if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
+			return 0;
+		left(r, "cannot be removed: %s", strerror(errno));
+		return -1;
+	}
+	if (depth >= RECLAIM_DEPTH_MAX && move_up(r, dfd, name) == 0)
+		return 0;
+	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == EACCES) {
+		/* No read or search permission (chmod 0000): grant it to ourselves, on the very
+		 * directory we looked at, then open it again. */
+		int pfd = openat(dfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+		if (pfd >= 0) {
+			if (look(pfd, "", AT_EMPTY_PATH, &opened) == 0 && !other_mount(r, &opened))
+				make_writable(pfd, opened.mode);
+			close(pfd);
+		}
+		fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	}
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return 0;
+		left(r, "cannot be opened: %s", strerror(errno));
+		return -1;
+	}
+	/* What was opened may not be what was looked at: check it again. */
+	if (look(fd, "", AT_EMPTY_PATH, &opened) < 0 || !S_ISDIR(opened.mode) ||
+	    other_mount(r, &opened)) {
+		close(fd);
+		left(r, "changed while being removed, or is a mount point; left in place");
+		return -1;
+	}
+	rc = empty_dir(r, fd, opened.mode, depth + 1);
+	if (unlinkat(dfd, name, AT_REMOVEDIR) == 0 || errno == ENOENT)
+		return rc;
+	if (rc == 0)
+		left(r, "cannot be removed: %s", strerror(errno));
+	return -1;
+}
+
+static void usage(FILE *f)
+{
+	fputs("usage: maf-launch reclaim --run-dir R\n"
+	      "\n"
+	      "Deletes the run directory R and all below it without following a symlink (it is\n"
+	      "removed as a link) or crossing a mount point (a mount below R is left in place\n"
+	      "with all it holds, and named). Read-only directories are made writable first.\n"
+	      "\n"
+	      "  --run-dir R   the run directory: absolute, not a symlink (required)\n"
+	      "\n"
+	      "Exit codes: 0 R is gone (or was absent), 1 something could not be removed (each\n"
+	      "named on stderr), 2 usage (R relative, a symlink, not a directory), 125 other\n"
+	      "failure.\n", f);
+}
+
+int cmd_reclaim(int argc, char **argv)
+{
+	const char *run_dir_arg = NULL, *v, *why, *base;
+	char run_dir[MAFP_RUN_DIR_MAX + 1], parent[MAFP_RUN_DIR_MAX + 1];
+	struct reclaim r;
+	struct rlimit rl;
+	size_t len;
+	int i, parent_fd, rc;
+
+	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			usage(stdout);
+			return 0;
+		}
+		if (opt_take(argc, argv, &i, "--run-dir", &v))
+			run_dir_arg = v;
+		else
+			die(MAFP_EXIT_USAGE, "unexpected argument '%s' (try 'maf-launch reclaim "
+			    "--help')", argv[i]);
+	}
+	if (!run_dir_arg)
+		die(MAFP_EXIT_USAGE, "--run-dir is required (try 'maf-launch reclaim --help')");
+	if (mafp_run_dir_check(run_dir_arg, &why) < 0)
+		die(MAFP_EXIT_USAGE, "bad --run-dir '%s': %s", run_dir_arg, why);
+	len = strlen(run_dir_arg);
+	while (len > 1 && run_dir_arg[len - 1] == '/')
+		len--;
+	memcpy(run_dir, run_dir_arg, len);
+	run_dir[len] = '\0';
+
+	/* R is removed from its parent by name, so split it. */
+	base = strrchr(run_dir, '/') + 1;
+	if (base == run_dir + 1) {
+		parent[0] = '/';
+		parent[1] = '\0';
+	} else {
+		memcpy(parent, run_dir, (size_t)(base - run_dir - 1));
+		parent[base - run_dir - 1] = '\0';
+	}
+	parent_fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (parent_fd < 0) {
+		if (errno == ENOENT)
+			return 0;	/* nothing to reclaim */
+		die_errno(MAFP_EXIT_LAUNCHER, "cannot open the directory that holds %s", run_dir);
+	}
+
+	memset(&r, 0, sizeof(r));
+	if (look(parent_fd, base, 0, &r.root) < 0) {
+		if (errno == ENOENT)
+			return 0;
+		die_errno(MAFP_EXIT_LAUNCHER, "cannot examine %s", run_dir);
+	}
+	if (S_ISLNK(r.root.mode))
+		die(MAFP_EXIT_USAGE, "the run directory %s is a symlink; nothing was removed",
+		    run_dir);
+	if (!S_ISDIR(r.root.mode))
+		die(MAFP_EXIT_USAGE, "the run directory %s is not a directory; nothing was removed",
+		    run_dir);
+	r.root_fd = openat(parent_fd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (r.root_fd < 0)
+		die_errno(MAFP_EXIT_LAUNCHER, "cannot open the run directory %s", run_dir);
+	/* The baseline is what was opened, not what was looked at. */
+	if (look(r.root_fd, "", AT_EMPTY_PATH, &r.root) < 0)
+		die_errno(MAFP_EXIT_LAUNCHER, "cannot examine %s", run_dir);
+	r.root.mount_root = 0;	/* R may itself be a mount; what is below it may not */
+	/* Each level of the walk holds a descriptor: allow as many as we may. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+
+	str_copy(r.path, sizeof(r.path), run_dir);
+	r.path_len = strlen(r.path);
+	rc = empty_dir(&r, dup(r.root_fd), r.root.mode, 0);
+	while (r.npending > 0) {
+		char name[32];
+		size_t old;
+
+		memcpy(name, r.pending[--r.npending], sizeof(name));
+		old = path_push(&r, name);
+		if (remove_entry(&r, r.root_fd, name, 0) < 0)
+			rc = -1;
+		path_pop(&r, old);
+	}
+	free(r.pending);
+	if (rc == 0) {
+		if (unlinkat(parent_fd, base, AT_REMOVEDIR) == 0 || errno == ENOENT)
+			return 0;
+		left(&r, "cannot be removed: %s", strerror(errno));
+	}
+	if (r.left > RECLAIM_REPORT_MAX)
+		warnx("... and %u more", r.left - RECLAIM_REPORT_MAX);
+	die(RECLAIM_EXIT_LEFT, "%s was not removed entirely: %u %s could not be removed (named "
+	    "above)", run_dir, r.left, r.left == 1 ? "entry" : "entries");
+}

@@ -1,0 +1,418 @@
+/* maf-launch stop: end a run's whole process tree through its supervisor, after proving that
+ * the pid the host holds really is that supervisor.
+ *
+ * The pid comes from the launch line the host read itself, but a pid is only a number: the
+ * supervisor may be long gone and the number recycled. So a pidfd is opened first (it names
+ * one process for good), the process behind /proc/P is checked (same executable as us, a
+ * session leader, a 'maf-launch run' whose --run-dir is R), the pidfd is checked still live
+ * (while it is, /proc/P was that same process), and only then is SIGTERM sent through the
+ * pidfd. The supervisor then ends the run as it does for any SIGTERM: SIGTERM to every
+ * descendant, the grace, SIGKILL, the exit record, the exit marker. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "protocol.h"
+#include "tree.h"
+#include "util.h"
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal 424
+#endif
+
+#define STOP_DEFAULT_TIMEOUT_MS 10000
+#define STOP_CMDLINE_MAX 65536		/* bytes of /proc/P/cmdline we look at */
+#define STOP_EXIT_NOT_SUPERVISOR 1
+#define STOP_KILL_WAIT_MS 5000		/* for P to die after SIGKILL */
+
+static void usage(FILE *f)
+{
+	fputs("usage: maf-launch stop --run-dir R --supervisor-pid P [--timeout S]\n"
+	      "\n"
+	      "Ends run R's whole process tree through its supervisor P (supervisor_pid in the\n"
+	      "launch line), and signals nothing before P is proven to be it: through a pidfd\n"
+	      "(so a recycled pid is never hit), P must run this maf-launch executable, lead\n"
+	      "its own session and be 'maf-launch run' with --run-dir R (trailing slashes\n"
+	      "aside). Then SIGTERM to P, which stops the run (status \"stopped\"); if P has not\n"
+	      "exited after the timeout, SIGKILL to its descendants and to P (no exit record).\n"
+	      "Prints the exit record (R/host_tools/program_exit.json) if there is one.\n"
+	      "\n"
+	      "  --run-dir R          the run directory (required)\n"
+	      "  --supervisor-pid P   the run's supervisor (required)\n"
+	      "  --timeout S          seconds to wait for P before killing (default: 10)\n"
+	      "\n"
+	      "Exit codes: 0 the run has ended (or had already: P is gone and the exit marker\n"
+	      "exists), 1 P is not the supervisor of run R (nothing signalled), 2 usage,\n"
+	      "125 other failure.\n", f);
+}
+
+/* The process the host named: pidfd is -1 when the kernel has no pidfd_open. */
+struct target {
+	pid_t pid;
+	int pidfd;
+};
+
+static void strip_slashes(const char *s, size_t *len)
+{
+	while (*len > 1 && s[*len - 1] == '/')
+		(*len)--;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+/* 1 if the process has exited (a zombie counts) or is gone, else 0. */
+static int target_exited(const struct target *t)
+{
+	char path[64], buf[512];
+	ssize_t n;
+	char *p;
+	int fd;
+
+	if (t->pidfd >= 0) {
+		struct pollfd pf = {.fd = t->pidfd, .events = POLLIN};
+
+		/* A pidfd polls readable once its process has exited. */
+		while (poll(&pf, 1, 0) < 0 && errno == EINTR)
+			;
+		return (pf.revents & (POLLIN | POLLHUP)) != 0;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)t->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 1;
+	n = read_full(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 1;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return !p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X';
+}
+
+/* Waits up to ms for the target to exit. Returns 1 if it has, else 0. */
+static int target_wait(const struct target *t, long long ms)
+{
+	long long deadline = now_ms() + ms;
+
+	for (;;) {
+		long long left;
+
+		if (target_exited(t))
+			return 1;
+		left = deadline - now_ms();
+		if (left <= 0)
+			return 0;
+		if (t->pidfd >= 0) {
+			struct pollfd pf = {.fd = t->pidfd, .events = POLLIN};
+
+			if (poll(&pf, 1, left > 60000 ? 60000 : (int)left) < 0 && errno != EINTR)
+				return target_exited(t);
+		} else {
+			sleep_ms(left < 10 ? (long)left : 10);
+		}
+	}
+}
+
+static int target_signal(const struct target *t, int sig)
+{
+	if (t->pidfd >= 0)
+		return (int)syscall(SYS_pidfd_send_signal, t->pidfd, sig, NULL, 0);
+	return kill(t->pid, sig);
+}
+
+/* Finds the value of the last --run-dir among the options of a 'maf-launch run' argv, parsing
+ * them as run does (run_parse_args): options stop at "--" or the first word not starting with
+ * '-', and every option but --help/-h takes a value, inline after '=' or as the next word.
+ * args holds the words back to back, each NUL-terminated. Returns the value or NULL. */
+static const char *cmdline_run_dir(const char *args, size_t len)
+{
+	const char *run_dir = NULL, *p = args, *end = args + len, *w, *next;
+	size_t index = 0;
+	int want_value = 0;	/* 1: this word is an option's value; 2: it is --run-dir's */
+
+	for (; p < end; p = next, index++) {
+		const char *z = memchr(p, '\0', (size_t)(end - p));
+
+		if (!z)
+			return NULL;	/* cut by our read cap before the options ended */
+		w = p;
+		next = z + 1;
+		if (index == 0)
+			continue;
+		if (index == 1) {
+			if (strcmp(w, "run") != 0)
+				return NULL;
+			continue;
+		}
+		if (want_value) {
+			if (want_value == 2)
+				run_dir = w;
+			want_value = 0;
+			continue;
+		}
+		if (strcmp(w, "--") == 0 || w[0] != '-')
+			return run_dir;
+		if (strcmp(w, "--help") == 0 || strcmp(w, "-h") == 0)
+			return NULL;	/* run would print its help and exit */
+		if (strncmp(w, "--run-dir=", 10) == 0)
+			run_dir = w + 10;
+		else if (!strchr(w, '='))
+			want_value = strcmp(w, "--run-dir") == 0 ? 2 : 1;
+	}
+	/* Options ran to the end of argv: run would have refused to start. */
+	return NULL;
+}
+
+/* Checks that the process behind /proc/P is the supervisor of run_dir (no trailing slash).
+ * Returns 0, or -1 with the reason in why. self is stat("/proc/self/exe"). */
+static int verify(pid_t pid, const char *run_dir, const struct stat *self, char *why, size_t size)
+{
+	char path[64], *cmd = NULL;
+	const char *rd;
+	struct stat st;
+	size_t rlen;
+	ssize_t n;
+	int procfd, fd, rc = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	procfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (procfd < 0) {
+		snprintf(why, size, "there is no process %d", (int)pid);
+		return -1;
+	}
+	/* stat follows the exe link to the executable's inode, even a deleted one. */
+	if (fstatat(procfd, "exe", &st, 0) < 0) {
+		snprintf(why, size, "its executable cannot be read (%s)", strerror(errno));
+		goto out;
+	}
+	if (st.st_dev != self->st_dev || st.st_ino != self->st_ino) {
+		snprintf(why, size, "it does not run this maf-launch executable");
+		goto out;
+	}
+	if (getsid(pid) != pid) {
+		snprintf(why, size, "it does not lead its own session, as a supervisor does");
+		goto out;
+	}
+	cmd = malloc(STOP_CMDLINE_MAX);
+	if (!cmd) {
+		snprintf(why, size, "out of memory");
+		goto out;
+	}
+	fd = openat(procfd, "cmdline", O_RDONLY | O_CLOEXEC);
+	n = fd < 0 ? -1 : read_full(fd, cmd, STOP_CMDLINE_MAX);
+	if (fd >= 0)
+		close(fd);
+	if (n < 0) {
+		snprintf(why, size, "its command line cannot be read (%s)", strerror(errno));
+		goto out;
+	}
+	rd = cmdline_run_dir(cmd, (size_t)n);
+	if (!rd) {
+		snprintf(why, size, "it is not 'maf-launch run' with a --run-dir");
+		goto out;
+	}
+	rlen = strlen(rd);
+	strip_slashes(rd, &rlen);
+	if (rlen != strlen(run_dir) || memcmp(rd, run_dir, rlen) != 0) {
+		snprintf(why, size, "it supervises the run in %.*s", (int)(rlen > 512 ? 512 : rlen),
+			 rd);
+		goto out;
+	}
+	rc = 0;
+out:
+	free(cmd);
+	close(procfd);
+	return rc;
+}
+
+/* Opens R/host_tools without following a symlink. Returns the descriptor or -1. */
+static int open_host_tools(const char *run_dir)
+{
+	int run = open(run_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), fd;
+
+	if (run < 0)
+		return -1;
+	fd = openat(run, MAFP_DIR_HOST_TOOLS, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	close(run);
+	return fd;
+}
+
+static int has_exit_marker(const char *run_dir)
+{
+	struct stat st;
+	int ht = open_host_tools(run_dir), rc;
+
+	if (ht < 0)
+		return 0;
+	rc = fstatat(ht, MAFP_MARKER_EXIT_CODE, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	     S_ISREG(st.st_mode);
+	close(ht);
+	return rc;
+}
+
+/* Prints program_exit.json, as it is, on stdout. Returns 1 if there was one, else 0. */
+static int print_exit_record(const char *run_dir)
+{
+	char buf[MAFP_EXIT_RECORD_MAX + 1];
+	struct stat st;
+	ssize_t n;
+	int ht = open_host_tools(run_dir), fd;
+
+	if (ht < 0)
+		return 0;
+	fd = open_regular_at(ht, MAFP_FILE_EXIT_RECORD, &st);
+	close(ht);
+	if (fd < 0)
+		return 0;
+	n = read_full(fd, buf, sizeof(buf));
+	close(fd);
+	if (n <= 0)
+		return 0;
+	if (n > MAFP_EXIT_RECORD_MAX) {
+		warnx("the exit record of %s is larger than %d bytes; not printed", run_dir,
+		      MAFP_EXIT_RECORD_MAX);
+		return 0;
+	}
+	if (write_all(1, buf, (size_t)n) < 0 ||
+	    (buf[n - 1] != '\n' && write_all(1, "\n", 1) < 0))
+		die_errno(MAFP_EXIT_LAUNCHER, "cannot write to stdout");
+	return 1;
+}
+
+/* P is gone (or exited) before we signalled anything. */
+static int already_gone(const struct target *t, const char *run_dir)
+{
+	if (!has_exit_marker(run_dir))
+		die(STOP_EXIT_NOT_SUPERVISOR, "process %d is not running and run %s has no exit "
+		    "marker: it is not that run's supervisor; nothing was signalled", (int)t->pid,
+		    run_dir);
+	print_exit_record(run_dir);
+	warnx("run %s had already ended", run_dir);
+	return 0;
+}
+
+/* SIGKILL to every descendant of P until a scan finds none, then to P. */
+static void kill_tree(const struct target *t)
+{
+	int i;
+
+	for (i = 0; i < 1000 && !target_exited(t); i++) {
+		int n = mafl_tree_signal(t->pid, SIGKILL);
+
+		if (n <= 0)
+			break;
+		sleep_ms(1);
+	}
+	target_signal(t, SIGKILL);
+}
+
+int cmd_stop(int argc, char **argv)
+{
+	const char *run_dir_arg = NULL, *pid_arg = NULL, *v, *why;
+	char run_dir[MAFP_RUN_DIR_MAX + 1], reason[768];
+	long long timeout_ms = STOP_DEFAULT_TIMEOUT_MS;
+	unsigned long long pid;
+	struct target t;
+	struct stat self;
+	size_t len;
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			usage(stdout);
+			return 0;
+		}
+		if (opt_take(argc, argv, &i, "--run-dir", &v)) {
+			run_dir_arg = v;
+		} else if (opt_take(argc, argv, &i, "--supervisor-pid", &v)) {
+			pid_arg = v;
+		} else if (opt_take(argc, argv, &i, "--timeout", &v)) {
+			if (parse_seconds_ms(v, 86400000LL, &timeout_ms) < 0)
+				die(MAFP_EXIT_USAGE, "--timeout takes a number of seconds up to 86400, "
+				    "not '%s'", v);
+		} else {
+			die(MAFP_EXIT_USAGE, "unexpected argument '%s' (try 'maf-launch stop --help')",
+			    argv[i]);
+		}
+	}
+	if (!run_dir_arg || !pid_arg)
+		die(MAFP_EXIT_USAGE, "--run-dir and --supervisor-pid are required (try "
+		    "'maf-launch stop --help')");
+	if (mafp_run_dir_check(run_dir_arg, &why) < 0)
+		die(MAFP_EXIT_USAGE, "bad --run-dir '%s': %s", run_dir_arg, why);
+	if (parse_u64(pid_arg, 0x7fffffff, &pid) < 0 || pid < 2)
+		die(MAFP_EXIT_USAGE, "--supervisor-pid takes a process id greater than 1, not '%s'",
+		    pid_arg);
+	len = strlen(run_dir_arg);
+	memcpy(run_dir, run_dir_arg, len + 1);
+	strip_slashes(run_dir, &len);
+	run_dir[len] = '\0';
+	if ((pid_t)pid == getpid())
+		die(STOP_EXIT_NOT_SUPERVISOR, "process %llu is this stop command; nothing was "
+		    "signalled", pid);
+	if (stat("/proc/self/exe", &self) < 0)
+		die_errno(MAFP_EXIT_LAUNCHER, "cannot read /proc/self/exe (is /proc mounted?)");
+
+	t.pid = (pid_t)pid;
+	t.pidfd = (int)syscall(SYS_pidfd_open, t.pid, 0);
+	if (t.pidfd < 0) {
+		if (errno == ESRCH)
+			return already_gone(&t, run_dir);
+		if (errno != ENOSYS)
+			die_errno(MAFP_EXIT_LAUNCHER, "cannot open a pidfd for process %d", t.pid);
+		/* Before Linux 5.3: plain kill, each one preceded by a fresh check. */
+	}
+	if (target_exited(&t))
+		return already_gone(&t, run_dir);
+	if (verify(t.pid, run_dir, &self, reason, sizeof(reason)) < 0) {
+		/* A supervisor that exited just now fails the checks as a zombie. */
+		if (target_exited(&t))
+			return already_gone(&t, run_dir);
+		die(STOP_EXIT_NOT_SUPERVISOR, "process %d is not the supervisor of run %s: %s; "
+		    "nothing was signalled", t.pid, run_dir, reason);
+	}
+	/* While the pidfd's process has not exited, pid P cannot have been reused, so what
+	 * /proc/P showed was that process. */
+	if (target_exited(&t))
+		return already_gone(&t, run_dir);
+	if (target_signal(&t, SIGTERM) < 0) {
+		if (errno == ESRCH)
+			return already_gone(&t, run_dir);
+		die_errno(MAFP_EXIT_LAUNCHER, "cannot signal the supervisor %d", t.pid);
+	}
+	if (!target_wait(&t, timeout_ms)) {
+		warnx("the supervisor %d did not end run %s within the timeout; killing every "
+		      "process of the run and the supervisor (no exit record will be written)",
+		      t.pid, run_dir);
+		if (t.pidfd < 0 && verify(t.pid, run_dir, &self, reason, sizeof(reason)) < 0) {
+			if (!target_exited(&t))
+				die(MAFP_EXIT_LAUNCHER, "process %d is no longer the supervisor of run "
+				    "%s (%s); nothing more was signalled", t.pid, run_dir, reason);
+		} else {
+			kill_tree(&t);
+		}
+		if (!target_wait(&t, STOP_KILL_WAIT_MS))
+			die(MAFP_EXIT_LAUNCHER, "the supervisor %d did not die after SIGKILL", t.pid);
+	}
+	if (!print_exit_record(run_dir) && !has_exit_marker(run_dir))
+		warnx("run %s has ended without an exit record", run_dir);
+	return 0;
+}

@@ -1,0 +1,244 @@
+/* maf-launch wait: the host's long-poll, for backends whose exec may block. One exec finds and
+ * fetches the next event: it blocks on inotify (no polling) until request N or the run's exit
+ * marker exists, prints it and exits 0.
+ *
+ * Output on stdout, one event per invocation (the host library parses it): a first line that
+ * is one JSON object, then, when "size" is not zero and there is no "error" nor "oversized",
+ * exactly "size" raw bytes and nothing after them:
+ *
+ *   {"event":"request","id":N,"size":L}\n   then the L bytes of
+ *        R/host_tools/host_tool_calls/NNNN.request.json (NNNN: N zero-padded to 4 digits)
+ *   {"event":"request","id":N,"size":0,"error":"not a regular file"}\n
+ *        the request name is a symlink, a directory, a FIFO...: nothing opened or read
+ *   {"event":"request","id":N,"size":0,"error":"cannot be read"}\n
+ *        a regular file that could not be opened or read (e.g. permissions)
+ *   {"event":"request","id":N,"size":L,"oversized":true}\n
+ *        L is more than --max-bytes: nothing read
+ *   {"event":"exit","size":L}\n   then the L (at most 32) bytes of R/host_tools/program_exit_code
+ *   {"event":"exit","size":0,"error":"not a regular file"}\n   (or "cannot be read")
+ *   {"event":"exit","size":L,"oversized":true}\n   (L more than 32: nothing read)
+ *   {"event":"timeout"}\n
+ *
+ * A waiting request takes priority over the exit marker. The bytes are what the file held
+ * when read, unchecked: the shim publishes through NNNN.request.json.part and a rename, so a
+ * request is whole when its final name appears; anything else the program wrote is for the
+ * host to judge, as upstream's host does. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "protocol.h"
+#include "util.h"
+
+#define WAIT_DEFAULT_MAX_BYTES (1ull << 20)
+#define WAIT_MAX_BYTES_CAP (1ull << 30)
+#define WAIT_TIMEOUT_MS_MAX 86400000ull
+#define WAIT_EVENTS (IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE | IN_ONLYDIR)
+
+static void usage(FILE *f)
+{
+	fputs("usage: maf-launch wait --run-dir R --next N --timeout-ms T [--max-bytes B]\n"
+	      "\n"
+	      "Blocks on inotify until request N (R/host_tools/host_tool_calls/NNNN.request.json)\n"
+	      "or the exit marker (R/host_tools/program_exit_code) exists, or T ms have passed,\n"
+	      "then prints one event and exits 0; a request comes before the exit. Prints a\n"
+	      "JSON line, then exactly \"size\" raw bytes of the file when it has no \"error\"\n"
+	      "nor \"oversized\" (a symlink, directory or FIFO is never opened):\n"
+	      "  {\"event\":\"request\",\"id\":N,\"size\":L}  (L <= B; else \"oversized\":true)\n"
+	      "  {\"event\":\"request\",\"id\":N,\"size\":0,\"error\":\"not a regular file\"}\n"
+	      "  {\"event\":\"exit\",\"size\":L}           (L <= 32; same error and oversized)\n"
+	      "  {\"event\":\"timeout\"}\n"
+	      "Creates R/host_tools/host_tool_calls if it is missing.\n"
+	      "\n"
+	      "  --run-dir R      the run directory (required)\n"
+	      "  --next N         the call id to wait for, 1..999999 (required)\n"
+	      "  --timeout-ms T   milliseconds to wait, up to 86400000; 0 looks once (required)\n"
+	      "  --max-bytes B    the largest request printed (default: 1048576)\n"
+	      "\n"
+	      "Exit codes: 0 an event (a timeout too) was printed, 2 usage, 125 failure.\n", f);
+}
+
+static void emit(const char *head, const void *bytes, size_t len)
+{
+	if (write_all(1, head, strlen(head)) < 0 || (len && write_all(1, bytes, len) < 0))
+		die_errno(MAFP_EXIT_LAUNCHER, "cannot write to stdout");
+}
+
+/* Prints the event for dirfd/name, a file that existed a moment ago. prefix is the head line
+ * up to the size ("{\"event\":\"exit\""). Returns 0 once printed, or -1 if the file has
+ * vanished since (nothing printed). */
+static int emit_file(int dirfd, const char *name, const char *prefix, unsigned long long max)
+{
+	char head[160];
+	struct stat st;
+	ssize_t n;
+	char *buf;
+	int fd;
+
+	fd = open_regular_at(dirfd, name, &st);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return -1;
+		snprintf(head, sizeof(head), "%s,\"size\":0,\"error\":\"%s\"}\n", prefix,
+			 errno == EINVAL ? "not a regular file" : "cannot be read");
+		emit(head, NULL, 0);
+		return 0;
+	}
+	if ((unsigned long long)st.st_size > max) {
+		close(fd);
+		snprintf(head, sizeof(head), "%s,\"size\":%lld,\"oversized\":true}\n", prefix,
+			 (long long)st.st_size);
+		emit(head, NULL, 0);
+		return 0;
+	}
+	buf = malloc(st.st_size > 0 ? (size_t)st.st_size : 1);
+	if (!buf)
+		die(MAFP_EXIT_LAUNCHER, "out of memory for a %lld-byte file", (long long)st.st_size);
+	/* At most the size seen: a file still growing is cut there, and the head line gives
+	 * the count actually read, so the framing holds whatever the program does. */
+	n = read_full(fd, buf, (size_t)st.st_size);
+	close(fd);
+	if (n < 0)
+		snprintf(head, sizeof(head), "%s,\"size\":0,\"error\":\"cannot be read\"}\n", prefix);
+	else
+		snprintf(head, sizeof(head), "%s,\"size\":%zd}\n", prefix, n);
+	emit(head, buf, n > 0 ? (size_t)n : 0);
+	free(buf);
+	return 0;
+}
+
+static int exists_at(int dirfd, const char *name)
+{
+	struct stat st;
+
+	return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+/* Watches the directory open as fd: through its /proc/self/fd link, which names the very
+ * directory opened without following symlinks; by path where /proc is not mounted. */
+static void watch(int ino, int fd, const char *path)
+{
+	char proc[64];
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	if (inotify_add_watch(ino, proc, WAIT_EVENTS) >= 0)
+		return;
+	if (inotify_add_watch(ino, path, WAIT_EVENTS | IN_DONT_FOLLOW) >= 0)
+		return;
+	die_errno(MAFP_EXIT_LAUNCHER, "cannot watch %s", path);
+}
+
+static int open_dir_at(int dirfd, const char *name, const char *shown)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd >= 0)
+		return fd;
+	if (errno == ENOENT)
+		die(MAFP_EXIT_LAUNCHER, "%s does not exist", shown);
+	if (errno == ELOOP || errno == ENOTDIR)
+		die(MAFP_EXIT_LAUNCHER, "%s is not a directory (a symlink or a file)", shown);
+	die_errno(MAFP_EXIT_LAUNCHER, "cannot open %s", shown);
+}
+
+int cmd_wait(int argc, char **argv)
+{
+	const char *run_dir = NULL, *v, *why;
+	unsigned long long next = 0, timeout_ms = 0, max_bytes = WAIT_DEFAULT_MAX_BYTES;
+	char request[64], prefix[64], path[MAFP_RUN_DIR_MAX + 64];
+	int i, have_next = 0, have_timeout = 0, run_fd, ht_fd, calls_fd, ino;
+	long long deadline;
+
+	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			usage(stdout);
+			return 0;
+		}
+		if (opt_take(argc, argv, &i, "--run-dir", &v)) {
+			run_dir = v;
+		} else if (opt_take(argc, argv, &i, "--next", &v)) {
+			if (parse_u64(v, MAFP_CALL_ID_MAX, &next) < 0 || next < 1)
+				die(MAFP_EXIT_USAGE, "--next takes a call id from 1 to %d, not '%s'",
+				    MAFP_CALL_ID_MAX, v);
+			have_next = 1;
+		} else if (opt_take(argc, argv, &i, "--timeout-ms", &v)) {
+			if (parse_u64(v, WAIT_TIMEOUT_MS_MAX, &timeout_ms) < 0)
+				die(MAFP_EXIT_USAGE, "--timeout-ms takes milliseconds from 0 to %llu, "
+				    "not '%s'", WAIT_TIMEOUT_MS_MAX, v);
+			have_timeout = 1;
+		} else if (opt_take(argc, argv, &i, "--max-bytes", &v)) {
+			if (parse_u64(v, WAIT_MAX_BYTES_CAP, &max_bytes) < 0)
+				die(MAFP_EXIT_USAGE, "--max-bytes takes a byte count up to %llu, not "
+				    "'%s'", WAIT_MAX_BYTES_CAP, v);
+		} else {
+			die(MAFP_EXIT_USAGE, "unexpected argument '%s' (try 'maf-launch wait --help')",
+			    argv[i]);
+		}
+	}
+	if (!run_dir || !have_next || !have_timeout)
+		die(MAFP_EXIT_USAGE, "--run-dir, --next and --timeout-ms are required (try "
+		    "'maf-launch wait --help')");
+	if (mafp_run_dir_check(run_dir, &why) < 0)
+		die(MAFP_EXIT_USAGE, "bad --run-dir '%s': %s", run_dir, why);
+	if (mafp_call_file_name(request, sizeof(request), (long)next, MAFP_SUFFIX_REQUEST) < 0)
+		die(MAFP_EXIT_USAGE, "--next %llu is out of range", next);
+	snprintf(prefix, sizeof(prefix), "{\"event\":\"request\",\"id\":%llu", next);
+
+	run_fd = open(run_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (run_fd < 0) {
+		if (errno == ELOOP || errno == ENOTDIR)
+			die(MAFP_EXIT_USAGE, "the run directory %s is not a directory (a symlink or "
+			    "a file)", run_dir);
+		die_errno(MAFP_EXIT_LAUNCHER, "cannot open the run directory %s", run_dir);
+	}
+	snprintf(path, sizeof(path), "%s/%s", run_dir, MAFP_DIR_HOST_TOOLS);
+	ht_fd = open_dir_at(run_fd, MAFP_DIR_HOST_TOOLS, path);
+	if (mkdirat(ht_fd, MAFP_DIR_CALLS, 0777) < 0 && errno != EEXIST)
+		die_errno(MAFP_EXIT_LAUNCHER, "cannot create %s/%s", path, MAFP_DIR_CALLS);
+	snprintf(path, sizeof(path), "%s/%s/%s", run_dir, MAFP_DIR_HOST_TOOLS, MAFP_DIR_CALLS);
+	calls_fd = open_dir_at(ht_fd, MAFP_DIR_CALLS, path);
+
+	ino = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	if (ino < 0)
+		die_errno(MAFP_EXIT_LAUNCHER, "cannot create an inotify instance");
+	watch(ino, calls_fd, path);
+	snprintf(path, sizeof(path), "%s/%s", run_dir, MAFP_DIR_HOST_TOOLS);
+	watch(ino, ht_fd, path);
+
+	/* The watches are in place before the first look, so a file that appears after the
+	 * look wakes us; one that appeared before it is seen by it. */
+	deadline = now_ms() + (long long)timeout_ms;
+	for (;;) {
+		struct pollfd pf = {.fd = ino, .events = POLLIN};
+		char evbuf[4096];
+		long long left;
+		int exited;
+
+		/* The marker first, the request after: the supervisor writes the marker only once
+		 * every process of the run is gone, so a request not there after it never will be,
+		 * and one that is there is served first. */
+		exited = exists_at(ht_fd, MAFP_MARKER_EXIT_CODE);
+		if (exists_at(calls_fd, request) && emit_file(calls_fd, request, prefix, max_bytes) == 0)
+			return 0;
+		if (exited && emit_file(ht_fd, MAFP_MARKER_EXIT_CODE, "{\"event\":\"exit\"",
+					MAFP_MARKER_MAX) == 0)
+			return 0;
+		left = deadline - now_ms();
+		if (left <= 0) {
+			emit("{\"event\":\"timeout\"}\n", NULL, 0);
+			return 0;
+		}
+		if (poll(&pf, 1, left > 3600000 ? 3600000 : (int)left) < 0 && errno != EINTR)
+			die_errno(MAFP_EXIT_LAUNCHER, "cannot wait for inotify events");
+		/* Which file woke us does not matter: both are looked at again. */
+		while (read(ino, evbuf, sizeof(evbuf)) > 0)
+			;
+	}
+}
