@@ -1,14 +1,29 @@
 /* A static probe that waits forever and reaps whatever is reparented to it: the init of a
- * FROM scratch test container (orphaned supervisors must not pile up as zombies there), or a
+ * FROM scratch test container (orphaned supervisors must not linger there as zombies), or a
  * program that only a signal ends. */
-#include <errno.h>
+#include <signal.h>
+#include <stddef.h>
 #include <sys/wait.h>
-#include <unistd.h>
+
+static void on_child(int sig)
+{
+	(void)sig;
+}
 
 int main(void)
 {
+	struct sigaction sa = {.sa_handler = on_child};
+	sigset_t block, old;
+
+	/* SIGCHLD is blocked except inside sigsuspend, so none is lost between the reaping and
+	 * the wait. */
+	sigaction(SIGCHLD, &sa, NULL);
+	sigemptyset(&block);
+	sigaddset(&block, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &block, &old);
 	for (;;) {
-		if (wait(NULL) < 0 && errno == ECHILD)
-			sleep(1);
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			;
+		sigsuspend(&old);
 	}
 }
