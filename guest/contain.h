@@ -8,6 +8,7 @@ struct mafl_policy {
 	int seccomp;      /* 1: the default filter; 0: none */
 	int egress_open;  /* with the filter: 1 leaves socket() alone, 0 allows only AF_UNIX */
 	int landlock;     /* 1: auto (best effort, ABI probed); 0: off */
+	int supervisor;   /* with the filter: the pid no signal may reach; 0: none */
 };
 
 /* Loads the seccomp filter for p into the calling process (no_new_privs must be set).

@@ -39,23 +39,38 @@ int mafl_policy_option(struct mafl_policy *p, const char *opt, const char *val)
 	return 0;
 }
 
+/* The filter names the supervisor's pid; a run fills in its own. */
+#define POLICY_EXAMPLE_SUPERVISOR 4242
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: maf-launch policy [--egress closed|open] [--seccomp default|off]\n"
+		   "                         [--supervisor-pid PID]\n"
 		   "\n"
 		   "Prints the seccomp filter 'maf-launch run' would load with the same options, as\n"
-		   "libseccomp's pseudo filter code (PFC). Prints nothing with --seccomp off.\n");
+		   "libseccomp's pseudo filter code (PFC). Prints nothing with --seccomp off.\n"
+		   "The filter denies signals to the run's supervisor, so it names its pid: a run\n"
+		   "fills in its own; PID (default %d) stands for it here.\n",
+		POLICY_EXAMPLE_SUPERVISOR);
 }
 
 int cmd_policy(int argc, char **argv)
 {
-	struct mafl_policy p = {.seccomp = 1, .egress_open = 0, .landlock = 1};
+	struct mafl_policy p = {.seccomp = 1, .egress_open = 0, .landlock = 1,
+				.supervisor = POLICY_EXAMPLE_SUPERVISOR};
+	unsigned long long pid;
 	int i, rc;
 
 	for (i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
 			usage(stdout);
 			return 0;
+		}
+		if (strcmp(argv[i], "--supervisor-pid") == 0 && i + 1 < argc) {
+			if (parse_u64(argv[++i], 0x3fffffff, &pid) < 0 || pid == 0)
+				die(MAFP_EXIT_USAGE, "--supervisor-pid takes a pid");
+			p.supervisor = (int)pid;
+			continue;
 		}
 		if (strcmp(argv[i], "--landlock") != 0 &&
 		    mafl_policy_option(&p, argv[i], i + 1 < argc ? argv[i + 1] : NULL)) {

@@ -5,6 +5,8 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <string.h>
 #include <sys/socket.h>
 
 #include <seccomp.h>
@@ -36,6 +38,43 @@ static const unsigned long clone_ns_flags[] = {
 	CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
 	CLONE_NEWCGROUP,
 };
+
+/* Denies sending a signal to pid (and, for kill, to its process group and to every
+ * process at once): without Landlock's signal scope the program could otherwise kill its
+ * supervisor, outlive the timeout and leave no exit marker. Pids are ints: the low 32 bits
+ * are compared. */
+static int protect_pid(scmp_filter_ctx ctx, int pid)
+{
+	static const struct {
+		const char *name;
+		unsigned arg;
+	} targets[] = {
+		{"kill", 0}, {"tkill", 0}, {"tgkill", 0}, {"tgkill", 1}, {"rt_sigqueueinfo", 0},
+		{"rt_tgsigqueueinfo", 0}, {"rt_tgsigqueueinfo", 1}, {"pidfd_open", 0},
+	};
+	const uint32_t values[] = {(uint32_t)pid, (uint32_t)-pid, 0xffffffffu};
+	size_t i, v;
+
+	for (i = 0; i < sizeof(targets) / sizeof(targets[0]); i++) {
+		int nr = seccomp_syscall_resolve_name(targets[i].name);
+		/* kill takes a group (-pid) and "everyone" (-1); the others a pid or tid. */
+		size_t nvalues = strcmp(targets[i].name, "kill") == 0 ? 3 : 1;
+
+		if (nr == __NR_SCMP_ERROR)
+			continue;
+		for (v = 0; v < nvalues; v++) {
+			const struct scmp_arg_cmp is_pid = {
+				.arg = targets[i].arg, .op = SCMP_CMP_MASKED_EQ,
+				.datum_a = 0xffffffffu, .datum_b = values[v],
+			};
+			int rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, is_pid);
+
+			if (rc < 0)
+				return rc;
+		}
+	}
+	return 0;
+}
 
 const char *mafl_seccomp_name(const struct mafl_policy *p)
 {
@@ -81,6 +120,11 @@ static int build(const struct mafl_policy *p, scmp_filter_ctx *out)
 	rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
 	if (rc < 0)
 		goto fail;
+	if (p->supervisor > 0) {
+		rc = protect_pid(ctx, p->supervisor);
+		if (rc < 0)
+			goto fail;
+	}
 	if (!p->egress_open) {
 		/* The kernel reads the domain as an int, so 0x100000002 is AF_INET. The
 		 * comparison is of all 64 bits: anything but exactly AF_UNIX is denied, so high

@@ -74,6 +74,8 @@ static __attribute__((noreturn)) void child_exec(const struct run_opts *o, const
 						 int out_w, int msg_fd, int chan_fd, char **envp)
 {
 	struct rlimit core = {0, 0};
+	struct mafl_policy policy = o->policy;
+	pid_t supervisor = getppid();
 	sigset_t none;
 	int devnull, i, rc;
 
@@ -98,14 +100,20 @@ static __attribute__((noreturn)) void child_exec(const struct run_opts *o, const
 		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, errno, "set no_new_privs");
 	if (o->policy.landlock) {
 		struct child_msg m;
-		int abi = mafl_landlock_apply(&o->policy, o->run_dir);
+		int abi = mafl_landlock_apply(&policy, o->run_dir);
 
 		memset(&m, 0, sizeof(m));
 		m.kind = CHILD_LANDLOCK;
 		m.code = abi;
 		write_all(msg_fd, &m, sizeof(m));
 	}
-	rc = mafl_seccomp_load(&o->policy);
+	/* Should the supervisor die anyway (SIGKILL from outside the run), the program goes too. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, errno, "tie to the supervisor");
+	if (getppid() != supervisor)
+		_exit(MAFP_EXIT_LAUNCHER);	/* it died before the tie: nobody to tell */
+	policy.supervisor = supervisor;
+	rc = mafl_seccomp_load(&policy);
 	if (rc < 0)
 		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, -rc, "load the seccomp filter");
 	execvpe(o->argv[0], o->argv, envp);
