@@ -1,0 +1,563 @@
+/* Unit tests for the launcher's pure logic: the Python environment (guest/run.c), the
+ * /proc/PID/stat parser (guest/tree.c) and the small parsers of guest/util.c. */
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "run.h"
+#include "tree.h"
+#include "util.h"
+
+#define LEN(s) (sizeof(s) - 1)
+#define R "/tmp/run"
+
+/* ----------------------------------------------------------------------------------------- */
+/* run_pythonpath_entry_ok */
+
+static int entry_ok(const char *e, const char *run_dir)
+{
+	/* Entries are cut out of PYTHONPATH by length: no terminator after them. */
+	size_t n = strlen(e);
+	char *p = malloc(n ? n : 1);
+	int rc;
+
+	assert_non_null(p);
+	memcpy(p, e, n);
+	rc = run_pythonpath_entry_ok(p, n, run_dir);
+	free(p);
+	return rc;
+}
+
+#define KEEP(e) do { if (entry_ok(e, R) != 1) fail_msg("'%s' dropped", e); } while (0)
+#define DROP(e) do { if (entry_ok(e, R) != 0) fail_msg("'%s' kept", e); } while (0)
+
+static void test_pythonpath_entry_absolute_canonical(void **state)
+{
+	(void)state;
+	KEEP("/usr/lib/python3/dist-packages");
+	KEEP("/opt/lib");
+	KEEP("/opt/lib/");
+	KEEP("/");
+	KEEP("/a/.hidden");
+	KEEP("/a/..b");
+	KEEP("/a/b.");
+	KEEP("/a/b..");
+	KEEP("/a/.../b");
+	KEEP("/with space/x");
+	DROP("");
+	DROP("relative/lib");
+	DROP("lib");
+	DROP(".");
+	DROP("..");
+	DROP("./lib");
+	DROP("~/lib");
+	DROP("//opt/lib");
+	DROP("/opt//lib");
+	DROP("/opt/lib//");
+	DROP("/opt/./lib");
+	DROP("/opt/../lib");
+	DROP("/opt/lib/.");
+	DROP("/opt/lib/..");
+	DROP("/.");
+	DROP("/..");
+	DROP("/./opt");
+	DROP("/../opt");
+}
+
+static void test_pythonpath_entry_outside_run_dir(void **state)
+{
+	(void)state;
+	DROP(R);
+	DROP(R "/");
+	DROP(R "/host_tools");
+	DROP(R "/work/lib");
+	KEEP("/tmp/runner");
+	KEEP("/tmp/run2/lib");
+	KEEP("/tmp/ru");
+	KEEP("/tmp");
+	KEEP("/var" R);
+	/* The length, not a terminator, ends the entry. */
+	assert_int_equal(run_pythonpath_entry_ok("/opt/lib:/tmp/run/x", 8, R), 1);
+	assert_int_equal(run_pythonpath_entry_ok("/tmp/run:/opt", 8, R), 0);
+	assert_int_equal(run_pythonpath_entry_ok("/tmp/runx", 8, R), 0);
+	assert_int_equal(run_pythonpath_entry_ok("/opt/./x", 5, R), 1); /* "/opt/" */
+	assert_int_equal(run_pythonpath_entry_ok("/opt/..", 6, R), 0);  /* "/opt/." */
+}
+
+/* ----------------------------------------------------------------------------------------- */
+/* run_build_env */
+
+static size_t env_count(char **env)
+{
+	size_t n = 0;
+
+	while (env[n])
+		n++;
+	return n;
+}
+
+static void env_free(char **env)
+{
+	size_t i;
+
+	for (i = 0; env[i]; i++)
+		free(env[i]);
+	free(env);
+}
+
+static size_t env_index(char **env, const char *entry)
+{
+	size_t i;
+
+	for (i = 0; env[i]; i++)
+		if (strcmp(env[i], entry) == 0)
+			return i;
+	fail_msg("'%s' is not in the environment", entry);
+	return 0;
+}
+
+static size_t env_prefix_count(char **env, const char *prefix)
+{
+	size_t i, n = 0;
+
+	for (i = 0; env[i]; i++)
+		n += strncmp(env[i], prefix, strlen(prefix)) == 0;
+	return n;
+}
+
+static void test_build_env_rebuilds_pythonpath(void **state)
+{
+	char *in[] = {
+		"PATH=/usr/bin:/bin",
+		"PYTHONPATH=/opt/a:rel:/tmp/run/host_tools:/opt/../etc:/opt/b::/tmp/runner",
+		"HOME=/root",
+		NULL,
+	};
+	char **env;
+
+	(void)state;
+	env = run_build_env(in, R);
+	assert_non_null(env);
+	/* R/host_tools first, then only the good inherited entries, in order. */
+	assert_string_equal(env[0], "PYTHONPATH=" R "/host_tools:/opt/a:/opt/b:/tmp/runner");
+	assert_int_equal(env_prefix_count(env, "PYTHONPATH="), 1);
+	/* Everything else kept, in order, then the two settings. */
+	assert_string_equal(env[1], "PATH=/usr/bin:/bin");
+	assert_string_equal(env[2], "HOME=/root");
+	assert_string_equal(env[3], "PYTHONUNBUFFERED=1");
+	assert_string_equal(env[4], "PYTHONNOUSERSITE=1");
+	assert_int_equal(env_count(env), 5);
+	/* Copies: the input is not referenced. */
+	assert_ptr_not_equal(env[1], in[0]);
+	env_free(env);
+}
+
+static void test_build_env_without_pythonpath(void **state)
+{
+	char *none[] = {"TERM=dumb", NULL};
+	char *empty[] = {"PYTHONPATH=", "TERM=dumb", NULL};
+	char *seps[] = {"PYTHONPATH=:::", NULL};
+	char *bad_only[] = {"PYTHONPATH=rel:/tmp/run:./x", NULL};
+	char *nothing[] = {NULL};
+	char **env;
+
+	(void)state;
+	env = run_build_env(none, R);
+	assert_non_null(env);
+	assert_string_equal(env[0], "PYTHONPATH=" R "/host_tools");
+	assert_string_equal(env[1], "TERM=dumb");
+	assert_int_equal(env_count(env), 4);
+	env_free(env);
+	env = run_build_env(empty, R);
+	assert_non_null(env);
+	assert_string_equal(env[0], "PYTHONPATH=" R "/host_tools");
+	assert_int_equal(env_count(env), 4);
+	env_free(env);
+	env = run_build_env(seps, R);
+	assert_non_null(env);
+	assert_string_equal(env[0], "PYTHONPATH=" R "/host_tools");
+	env_free(env);
+	env = run_build_env(bad_only, R);
+	assert_non_null(env);
+	assert_string_equal(env[0], "PYTHONPATH=" R "/host_tools");
+	env_free(env);
+	env = run_build_env(nothing, R);
+	assert_non_null(env);
+	assert_string_equal(env[0], "PYTHONPATH=" R "/host_tools");
+	assert_string_equal(env[1], "PYTHONUNBUFFERED=1");
+	assert_string_equal(env[2], "PYTHONNOUSERSITE=1");
+	assert_null(env[3]);
+	env_free(env);
+}
+
+static void test_build_env_overrides_python_settings(void **state)
+{
+	char *in[] = {
+		"PYTHONUNBUFFERED=0",
+		"PYTHONNOUSERSITE=",
+		"PYTHONPATHX=/keep/me",
+		"PYTHONUNBUFFEREDX=1",
+		"PYTHONHOME=/usr",
+		"PYTHONPATH=/first",
+		"PYTHONPATH=/second",
+		"NOEQUALS",
+		NULL,
+	};
+	char **env;
+
+	(void)state;
+	env = run_build_env(in, R);
+	assert_non_null(env);
+	assert_int_equal(env_prefix_count(env, "PYTHONPATH="), 1);
+	assert_int_equal(env_prefix_count(env, "PYTHONUNBUFFERED="), 1);
+	assert_int_equal(env_prefix_count(env, "PYTHONNOUSERSITE="), 1);
+	env_index(env, "PYTHONUNBUFFERED=1");
+	env_index(env, "PYTHONNOUSERSITE=1");
+	/* Names that only start like ours are someone else's. */
+	env_index(env, "PYTHONPATHX=/keep/me");
+	env_index(env, "PYTHONUNBUFFEREDX=1");
+	env_index(env, "PYTHONHOME=/usr");
+	env_index(env, "NOEQUALS");
+	/* With PYTHONPATH twice, the one the program's libc would read wins: getenv returns
+	 * the first, but the launcher keeps the last; whichever, only one survives and it
+	 * starts with R/host_tools. */
+	assert_int_equal(strncmp(env[0], "PYTHONPATH=" R "/host_tools", LEN("PYTHONPATH=" R
+									      "/host_tools")), 0);
+	assert_int_equal(env_count(env), 3 + 4);
+	env_free(env);
+}
+
+static void test_build_env_run_dir_prefix(void **state)
+{
+	char *in[] = {"PYTHONPATH=/tmp/run/lib:/tmp/run-other/lib:/tmp/run", NULL};
+	char **env;
+
+	(void)state;
+	env = run_build_env(in, R);
+	assert_non_null(env);
+	assert_string_equal(env[0], "PYTHONPATH=" R "/host_tools:/tmp/run-other/lib");
+	env_free(env);
+}
+
+/* ----------------------------------------------------------------------------------------- */
+/* mafl_parse_stat_ppid */
+
+static int stat_ppid(const char *s, pid_t *ppid)
+{
+	size_t n = strlen(s);
+	char *p = malloc(n ? n : 1);
+	int rc;
+
+	assert_non_null(p);
+	memcpy(p, s, n);
+	rc = mafl_parse_stat_ppid(p, n, ppid);
+	free(p);
+	return rc;
+}
+
+static void ppid_ok(const char *s, pid_t want)
+{
+	pid_t got = -7;
+
+	if (stat_ppid(s, &got) != 0)
+		fail_msg("stat line refused: %s", s);
+	if (got != want)
+		fail_msg("stat line %s: ppid %d, want %d", s, (int)got, (int)want);
+}
+
+static void ppid_bad(const char *s)
+{
+	pid_t got = -7;
+
+	if (stat_ppid(s, &got) != -1)
+		fail_msg("stat line accepted (ppid %d): %s", (int)got, s);
+	assert_int_equal(got, -7);
+}
+
+static void test_stat_ppid_plain(void **state)
+{
+	(void)state;
+	ppid_ok("1234 (bash) S 1 1234 1234 34816 1234 4194560 1234 0 0 0\n", 1);
+	ppid_ok("77 (python3) R 76 77 77 0 -1 4194304 355 0 0 0 1 0 0 0 20 0 1 0\n", 76);
+	ppid_ok("1 (init) S 0 1 1 0 -1 4194560\n", 0);
+	ppid_ok("5 (x) Z 2147483647 0", 2147483647);
+	/* The last field may end the buffer. */
+	ppid_ok("5 (x) S 42", 42);
+	ppid_ok("5 (x) S 42 ", 42);
+}
+
+static void test_stat_ppid_hostile_names(void **state)
+{
+	(void)state;
+	/* A command name may hold spaces, parentheses and ") S N": the last ')' closes it. */
+	ppid_ok("5 (a b c) S 9 5 5 0\n", 9);
+	ppid_ok("5 (a) b) S 42 5 5 0\n", 42);
+	ppid_ok("5 (x) S 7) R 99 5 5 0\n", 99);
+	ppid_ok("5 ()) S 1) (S 3) S 8 5 5 0\n", 8);
+	ppid_ok("5 ( ) S 12 1 1\n", 12);
+	ppid_ok("5 ()) S 13 1 1\n", 13);
+	ppid_ok("5 (() S 14 1 1\n", 14);
+	ppid_ok("5 (\n) S 15 1 1\n", 15);
+	/* A name ending in ") S 1" with the real fields after it. */
+	ppid_ok("5 (evil) S 1) S 300 5 5 0 -1\n", 300);
+}
+
+static void test_stat_ppid_malformed(void **state)
+{
+	pid_t got = -7;
+
+	(void)state;
+	ppid_bad("");
+	ppid_bad("5 (x S 42 5");
+	ppid_bad("5 x S 42 5");
+	ppid_bad("5 (x)");
+	ppid_bad("5 (x) ");
+	ppid_bad("5 (x) S");
+	ppid_bad("5 (x) S ");
+	ppid_bad("5 (x)S 42 5");
+	ppid_bad("5 (x)  S 42 5");
+	ppid_bad("5 (x) SS 42 5");
+	ppid_bad("5 (x) S  42 5");
+	ppid_bad("5 (x) S -1 5");
+	ppid_bad("5 (x) S +1 5");
+	ppid_bad("5 (x) S x 5");
+	ppid_bad("5 (x) S 42x 5");
+	ppid_bad("5 (x) S 42\n");
+	ppid_bad("5 (x) S 42\t5");
+	ppid_bad("5 (x) S 2147483648 5");
+	ppid_bad("5 (x) S 99999999999999999999999 5");
+	/* A ')' after the fields would make them part of the name. */
+	ppid_bad("5 (x) S 42 5 (y)");
+	/* len, not the terminator, ends the text. */
+	assert_int_equal(mafl_parse_stat_ppid("5 (x) S 42 5", 7, &got), -1);
+	assert_int_equal(mafl_parse_stat_ppid("5 (x) S 42 5", 10, &got), 0);
+	assert_int_equal(got, 42);
+	assert_int_equal(mafl_parse_stat_ppid("5 (x) S 42 5", 0, &got), -1);
+}
+
+static void test_stat_ppid_real(void **state)
+{
+	char buf[1024];
+	pid_t ppid = -1;
+	ssize_t n;
+	FILE *f;
+
+	(void)state;
+	f = fopen("/proc/self/stat", "r");
+	if (!f)
+		skip();
+	n = (ssize_t)fread(buf, 1, sizeof(buf), f);
+	fclose(f);
+	assert_true(n > 0);
+	assert_int_equal(mafl_parse_stat_ppid(buf, (size_t)n, &ppid), 0);
+	assert_int_equal(ppid, getppid());
+}
+
+/* ----------------------------------------------------------------------------------------- */
+/* parse_seconds_ms */
+
+static void seconds_ok(const char *s, long long max, long long want)
+{
+	long long v = -7;
+
+	if (parse_seconds_ms(s, max, &v) != 0)
+		fail_msg("'%s' (max %lld ms) refused", s, max);
+	if (v != want)
+		fail_msg("'%s': %lld ms, want %lld", s, v, want);
+}
+
+static void seconds_bad(const char *s, long long max)
+{
+	long long v = -7;
+
+	if (parse_seconds_ms(s, max, &v) != -1)
+		fail_msg("'%s' (max %lld ms) accepted as %lld", s, max, v);
+	assert_int_equal(v, -7);
+}
+
+static void test_parse_seconds_ms(void **state)
+{
+	const long long year = 86400000LL * 365;
+
+	(void)state;
+	seconds_ok("30", year, 30000);
+	seconds_ok("0", year, 0);
+	seconds_ok("0.5", year, 500);
+	seconds_ok("1.25", year, 1250);
+	seconds_ok("1.001", year, 1001);
+	seconds_ok("1.0019", year, 1001); /* below a millisecond is dropped */
+	seconds_ok("0.0001", year, 0);
+	seconds_ok(".5", year, 500);
+	seconds_ok("5.", year, 5000);
+	seconds_ok("007", year, 7000);
+	seconds_ok("0.00000000000000000000000000001", year, 0);
+	seconds_ok("3600", 3600000, 3600000);
+	seconds_ok("3600.000", 3600000, 3600000);
+	seconds_ok("31536000", year, year);
+	seconds_bad("", year);
+	seconds_bad(".", year);
+	seconds_bad("-1", year);
+	seconds_bad("+1", year);
+	seconds_bad(" 1", year);
+	seconds_bad("1 ", year);
+	seconds_bad("1s", year);
+	seconds_bad("1e3", year);
+	seconds_bad("1.2.3", year);
+	seconds_bad("1,5", year);
+	seconds_bad("0x10", year);
+	seconds_bad("inf", year);
+	seconds_bad("nan", year);
+	seconds_bad("3600.001", 3600000);
+	seconds_bad("3601", 3600000);
+	seconds_bad("31536000.001", year);
+	seconds_bad("99999999999999999999999999999999999999", year);
+	seconds_bad("9223372036854775807", LLONG_MAX);
+	seconds_bad("1", 999);
+	seconds_ok("0.999", 999, 999);
+}
+
+/* A bound near LLONG_MAX: the whole seconds are checked against max/1000 + 1 before they are
+ * multiplied by 1000, so the product can overflow (signed: undefined; in practice it wraps
+ * negative and passes the final "> max" check). */
+static void test_parse_seconds_ms_huge_max(void **state)
+{
+	(void)state;
+	seconds_bad("9223372036854776", LLONG_MAX);
+	seconds_bad("9223372036854775.808", LLONG_MAX);
+	seconds_ok("9223372036854775.807", LLONG_MAX, LLONG_MAX);
+}
+
+/* ----------------------------------------------------------------------------------------- */
+/* parse_u64 */
+
+static void u64_ok(const char *s, unsigned long long max, unsigned long long want)
+{
+	unsigned long long v = 77;
+
+	if (parse_u64(s, max, &v) != 0)
+		fail_msg("'%s' (max %llu) refused", s, max);
+	if (v != want)
+		fail_msg("'%s': %llu, want %llu", s, v, want);
+}
+
+static void u64_bad(const char *s, unsigned long long max)
+{
+	unsigned long long v = 77;
+
+	if (parse_u64(s, max, &v) != -1)
+		fail_msg("'%s' (max %llu) accepted as %llu", s, max, v);
+	assert_int_equal(v, 77);
+}
+
+static void test_parse_u64(void **state)
+{
+	(void)state;
+	u64_ok("0", 10, 0);
+	u64_ok("10", 10, 10);
+	u64_ok("007", 10, 7);
+	u64_ok("67108864", 1ull << 50, 67108864);
+	u64_ok("1125899906842624", 1ull << 50, 1ull << 50);
+	u64_ok("18446744073709551615", ULLONG_MAX, ULLONG_MAX);
+	u64_ok("2147483647", 0x7fffffff, 0x7fffffff);
+	u64_ok("999999", 999999, 999999);
+	u64_bad("", 10);
+	u64_bad("-1", 10);
+	u64_bad("+1", 10);
+	u64_bad(" 1", 10);
+	u64_bad("1 ", 10);
+	u64_bad("1x", 10);
+	u64_bad("0x1", 10);
+	u64_bad("1.0", 10);
+	u64_bad("11", 10);
+	u64_bad("100", 10);
+	u64_bad("1125899906842625", 1ull << 50);
+	u64_bad("18446744073709551616", ULLONG_MAX);
+	u64_bad("99999999999999999999999", ULLONG_MAX);
+	u64_bad("2147483648", 0x7fffffff);
+	u64_bad("1000000", 999999);
+}
+
+/* Bounds below 9: the overflow check computes max - digit in unsigned arithmetic, which
+ * wraps when the digit is larger than max, and the check then lets anything through. */
+static void test_parse_u64_small_max(void **state)
+{
+	(void)state;
+	u64_ok("5", 5, 5);
+	u64_ok("0", 0, 0);
+	u64_bad("6", 5);
+	u64_bad("9", 5);
+	u64_bad("07", 5);
+	u64_bad("19", 5);
+	u64_bad("1", 0);
+	u64_bad("9", 8);
+}
+
+/* ----------------------------------------------------------------------------------------- */
+/* str_copy */
+
+static void test_str_copy(void **state)
+{
+	char buf[8];
+
+	(void)state;
+	memset(buf, 'z', sizeof(buf));
+	str_copy(buf, sizeof(buf), "abc");
+	assert_string_equal(buf, "abc");
+	assert_int_equal(buf[4], 'z'); /* nothing written past the terminator */
+	str_copy(buf, sizeof(buf), "");
+	assert_string_equal(buf, "");
+	str_copy(buf, sizeof(buf), "1234567");
+	assert_string_equal(buf, "1234567");
+	str_copy(buf, sizeof(buf), "123456789abc");
+	assert_string_equal(buf, "1234567");
+	str_copy(buf, 4, "hello");
+	assert_string_equal(buf, "hel");
+	str_copy(buf, 1, "hello");
+	assert_string_equal(buf, "");
+	memset(buf, 'z', sizeof(buf));
+	str_copy(buf, 0, "hello"); /* no room at all: untouched */
+	assert_int_equal(buf[0], 'z');
+	/* Truncation in a struct field, as the launcher uses it. */
+	{
+		struct {
+			char name[4];
+			char guard[4];
+		} s;
+
+		memset(&s, 'g', sizeof(s));
+		str_copy(s.name, sizeof(s.name), "overlong");
+		assert_string_equal(s.name, "ove");
+		assert_memory_equal(s.guard, "gggg", 4);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_pythonpath_entry_absolute_canonical),
+		cmocka_unit_test(test_pythonpath_entry_outside_run_dir),
+		cmocka_unit_test(test_build_env_rebuilds_pythonpath),
+		cmocka_unit_test(test_build_env_without_pythonpath),
+		cmocka_unit_test(test_build_env_overrides_python_settings),
+		cmocka_unit_test(test_build_env_run_dir_prefix),
+		cmocka_unit_test(test_stat_ppid_plain),
+		cmocka_unit_test(test_stat_ppid_hostile_names),
+		cmocka_unit_test(test_stat_ppid_malformed),
+		cmocka_unit_test(test_stat_ppid_real),
+		cmocka_unit_test(test_parse_seconds_ms),
+		cmocka_unit_test(test_parse_u64),
+		cmocka_unit_test(test_parse_u64_small_max),
+		cmocka_unit_test(test_str_copy),
+		/* Last: under -fno-sanitize-recover its overflow ends the program. */
+		cmocka_unit_test(test_parse_seconds_ms_huge_max),
+	};
+
+	return cmocka_run_group_tests_name("launcher_logic", tests, NULL, NULL);
+}
