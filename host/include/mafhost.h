@@ -234,7 +234,8 @@ struct mafh_param {
 #define MAFH_TOOL_VALUE 0   /* *value_out holds the value (NULL means JSON null) */
 #define MAFH_TOOL_REFUSED 1 /* refusal holds a sentence for the program (HostToolError) */
 /* A tool. args is the request's "arguments" object, borrowed, already checked against the
- * declared parameters (unknown extra keys are passed through, as upstream). On
+ * declared parameters (an argument not declared is refused, like a Python signature; a tool
+ * declaring no parameters at all takes any object). On
  * MAFH_TOOL_VALUE the callback sets *value_out to a tree it allocated with cJSON; ownership
  * passes to the run. On MAFH_TOOL_REFUSED it writes a NUL-terminated sentence into
  * refusal[0..refusal_size). A negative code is a tool failure: the program gets a refusal

@@ -1,0 +1,117 @@
+/* A wrapper that adds a fixed latency before every operation of another backend, one
+ * operation at a time, to simulate a remote backend (each op a network round trip). */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+struct latency {
+	struct mafh_backend *inner;
+	int64_t ms;
+	pthread_mutex_t lock;
+};
+
+/* Takes the lock and sleeps: the sleep is inside the lock so concurrent callers queue the
+ * way they would behind a single remote control plane. */
+static void enter(struct latency *l)
+{
+	pthread_mutex_lock(&l->lock);
+	if (l->ms > 0)
+		mafh__sleep_until_ms(mafh__now_ms() + l->ms);
+}
+
+static void leave(struct latency *l)
+{
+	pthread_mutex_unlock(&l->lock);
+}
+
+static int lat_exec(void *ctx, const char *const *argv, int64_t timeout_ms, size_t out_cap,
+		    struct mafh_exec_result *res, struct mafh_error *err)
+{
+	struct latency *l = ctx;
+	int rc;
+
+	enter(l);
+	rc = mafh_backend_exec(l->inner, argv, timeout_ms, out_cap, res, err);
+	leave(l);
+	return rc;
+}
+
+static int lat_write(void *ctx, const char *path, const void *data, size_t len,
+		     struct mafh_error *err)
+{
+	struct latency *l = ctx;
+	int rc;
+
+	enter(l);
+	rc = mafh_backend_write_file(l->inner, path, data, len, err);
+	leave(l);
+	return rc;
+}
+
+static int lat_read(void *ctx, const char *path, size_t cap, struct mafh_read_result *res,
+		    struct mafh_error *err)
+{
+	struct latency *l = ctx;
+	int rc;
+
+	enter(l);
+	rc = mafh_backend_read_file(l->inner, path, cap, res, err);
+	leave(l);
+	return rc;
+}
+
+static int lat_stat(void *ctx, const char *path, struct mafh_stat *st, struct mafh_error *err)
+{
+	struct latency *l = ctx;
+	int rc;
+
+	enter(l);
+	rc = mafh_backend_stat(l->inner, path, st, err);
+	leave(l);
+	return rc;
+}
+
+static void lat_destroy(void *ctx)
+{
+	struct latency *l = ctx;
+
+	if (!l)
+		return;
+	mafh_backend_free(l->inner);
+	pthread_mutex_destroy(&l->lock);
+	free(l);
+}
+
+int mafh_backend_latency_new(struct mafh_backend *inner, int64_t latency_ms,
+			     struct mafh_backend **out)
+{
+	struct mafh_backend_ops ops;
+	struct latency *l;
+
+	*out = NULL;
+	if (!inner || latency_ms < 0) {
+		mafh_backend_free(inner);
+		return MAFH_EINVAL;
+	}
+	l = calloc(1, sizeof(*l));
+	if (!l) {
+		mafh_backend_free(inner);
+		return MAFH_ENOMEM;
+	}
+	l->inner = inner;
+	l->ms = latency_ms;
+	pthread_mutex_init(&l->lock, NULL);
+	memset(&ops, 0, sizeof(ops));
+	ops.size = sizeof(ops);
+	ops.caps = mafh_backend_caps(inner);
+	ops.ctx = l;
+	ops.launcher_path = mafh_backend_launcher_path(inner);
+	ops.exec = lat_exec;
+	ops.write_file = lat_write;
+	ops.read_file = lat_read;
+	ops.stat = lat_stat;
+	ops.destroy = lat_destroy;
+	return mafh_backend_new(&ops, out, NULL);
+}

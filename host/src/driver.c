@@ -1,0 +1,112 @@
+/* The blocking driver: runs a run's ops over a backend table, one at a time. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static int64_t clock_now(const struct mafh_clock *c)
+{
+	return c && c->now_ms ? c->now_ms(c->ud) : mafh__now_ms();
+}
+
+static void clock_sleep(const struct mafh_clock *c, int64_t until)
+{
+	if (c && c->sleep_until_ms)
+		c->sleep_until_ms(until, c->ud);
+	else
+		mafh__sleep_until_ms(until);
+}
+
+/* Runs a tool for a CALL op through its registered callback. */
+static void run_call(const struct mafh_op *op, struct mafh_op_result *res, char *refusal,
+		     size_t refusal_size)
+{
+	refusal[0] = '\0';
+	if (!op->fn) {
+		res->call_rc = MAFH_TOOL_REFUSED;
+		res->refusal = "this host serves the tool through no callback";
+		return;
+	}
+	res->call_rc = op->fn(op->arguments, &res->value, refusal, refusal_size, op->ud);
+	if (res->call_rc == MAFH_TOOL_REFUSED) {
+		refusal[refusal_size - 1] = '\0';
+		res->refusal = refusal;
+	}
+}
+
+/* Performs one op. Returns 1 if it did, 0 on DONE, or a negative code. */
+static int step(struct mafh_run *run, struct mafh_backend *b, const struct mafh_clock *c,
+		struct mafh_error *err)
+{
+	struct mafh_op op;
+	struct mafh_op_result res;
+	char refusal[1024];
+	int rc;
+
+	rc = mafh_run_next_op(run, clock_now(c), &op);
+	if (rc != 0)
+		return mafh__error_set(err, rc, "the run could not hand out its next operation");
+	if (op.kind == MAFH_OP_DONE)
+		return 0;
+	mafh_op_result_init(&res, op.kind);
+	switch (op.kind) {
+	case MAFH_OP_EXEC:
+		res.error = mafh_backend_exec(b, op.argv, op.timeout_ms, op.out_cap, &res.exec,
+					      &res.detail);
+		break;
+	case MAFH_OP_READ:
+		res.error = mafh_backend_read_file(b, op.path, op.cap, &res.read, &res.detail);
+		break;
+	case MAFH_OP_WRITE:
+		res.error = mafh_backend_write_file(b, op.path, op.data, op.len, &res.detail);
+		break;
+	case MAFH_OP_STAT:
+		res.error = mafh_backend_stat(b, op.path, &res.stat, &res.detail);
+		break;
+	case MAFH_OP_WAIT_UNTIL:
+		clock_sleep(c, op.until_ms);
+		break;
+	case MAFH_OP_CALL:
+		run_call(&op, &res, refusal, sizeof(refusal));
+		break;
+	case MAFH_OP_DONE:
+		break;
+	}
+	rc = mafh_run_op_result(run, clock_now(c), &res);
+	mafh_exec_result_clear(&res.exec);
+	mafh_read_result_clear(&res.read);
+	if (rc != 0)
+		return mafh__error_set(err, rc, "the run did not take the result of its %s",
+				       mafh_op_kind_name(op.kind));
+	return 1;
+}
+
+int mafh_run_drive(struct mafh_run *run, struct mafh_backend *backend,
+		   const struct mafh_clock *clock, struct mafh_error *err)
+{
+	int rc;
+
+	if (!run || !backend)
+		return mafh__error_set(err, MAFH_EINVAL, "driving a run needs a run and a backend");
+	while ((rc = step(run, backend, clock, err)) == 1)
+		;
+	return rc;
+}
+
+int mafh_run_step(struct mafh_run *run, struct mafh_error *err)
+{
+	struct mafh_backend *b = run ? mafh__run_backend(run) : NULL;
+
+	if (!b)
+		return mafh__error_set(err, MAFH_EINVAL, "a sans-I/O run has no backend to step");
+	return step(run, b, NULL, err);
+}
+
+int mafh_run_wait(struct mafh_run *run, struct mafh_error *err)
+{
+	struct mafh_backend *b = run ? mafh__run_backend(run) : NULL;
+
+	if (!b)
+		return mafh__error_set(err, MAFH_EINVAL, "a sans-I/O run has no backend to wait on");
+	return mafh_run_drive(run, b, NULL, err);
+}

@@ -1,0 +1,90 @@
+/* Error codes, sentences and small helpers shared by every file. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+
+const char *mafh_strerror(int code)
+{
+	switch (code) {
+	case MAFH_OK:
+		return "success";
+	case MAFH_EINVAL:
+		return "invalid argument";
+	case MAFH_ENOMEM:
+		return "out of memory";
+	case MAFH_ENOTSUP:
+		return "the backend lacks a needed capability";
+	case MAFH_EPERM:
+		return "operation refused";
+	case MAFH_EEXIST:
+		return "already registered";
+	case MAFH_ENOENT:
+		return "no such file or tool";
+	case MAFH_E2BIG:
+		return "past a size or count cap";
+	case MAFH_EIO:
+		return "backend operation failed";
+	case MAFH_EPROTO:
+		return "protocol violation";
+	case MAFH_ETIMEDOUT:
+		return "deadline passed";
+	case MAFH_EBUSY:
+		return "busy";
+	case MAFH_ECANCELED:
+		return "stopped";
+	case MAFH_ELAUNCH:
+		return "launch failed";
+	default:
+		return "unknown error";
+	}
+}
+
+int mafh__error_set(struct mafh_error *err, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err) {
+		err->code = code;
+		va_start(ap, fmt);
+		vsnprintf(err->message, sizeof(err->message), fmt, ap);
+		va_end(ap);
+	}
+	return code;
+}
+
+void mafh__error_clear(struct mafh_error *err)
+{
+	if (err) {
+		err->code = 0;
+		err->message[0] = '\0';
+	}
+}
+
+void mafh__copy_versioned(void *dst, size_t dst_size, const void *src, size_t src_size)
+{
+	size_t n = src_size < dst_size ? src_size : dst_size;
+
+	memset(dst, 0, dst_size);
+	memcpy(dst, src, n);
+}
+
+int64_t mafh__now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void mafh__sleep_until_ms(int64_t until_ms)
+{
+	struct timespec ts;
+
+	ts.tv_sec = until_ms / 1000;
+	ts.tv_nsec = (until_ms % 1000) * 1000000;
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}

@@ -1,0 +1,52 @@
+/* Internals shared across libmafhost's files (mafh__ names). Not installed. */
+#ifndef MAFHOST_INTERNAL_H
+#define MAFHOST_INTERNAL_H
+
+#include <stdarg.h>
+
+#include "mafhost.h"
+#include "protocol.h"
+
+/* Sets err (if not NULL) to code and a printf-formatted sentence; returns code. */
+int mafh__error_set(struct mafh_error *err, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void mafh__error_clear(struct mafh_error *err);
+
+/* Copies at most dst_size bytes of src, honouring src_size (versioned structs): the caller's
+ * struct may be older (smaller) or newer (larger) than ours. Zeroes what is not copied. */
+void mafh__copy_versioned(void *dst, size_t dst_size, const void *src, size_t src_size);
+
+struct mafh_backend {
+	struct mafh_backend_ops ops;
+};
+
+/* A registered tool (copied). */
+struct mafh__tool {
+	char *name;
+	char *description;
+	struct mafh_param *params;  /* names malloc'd */
+	size_t n_params;
+	mafh_tool_fn fn;
+	void *ud;
+};
+
+struct mafh_registry {
+	struct mafh__tool *tools;
+	size_t n_tools;
+	size_t cap_tools;
+	struct mafh_limits limits;
+	int sealed;
+};
+
+/* The registered tool of that name, or NULL. */
+const struct mafh__tool *mafh__registry_find(const struct mafh_registry *reg, const char *name);
+
+/* The backend a run was made with (NULL for a sans-I/O run). */
+struct mafh_backend *mafh__run_backend(const struct mafh_run *run);
+
+/* Monotonic milliseconds (CLOCK_MONOTONIC). */
+int64_t mafh__now_ms(void);
+/* Sleeps until the monotonic time until_ms (EINTR resumed). */
+void mafh__sleep_until_ms(int64_t until_ms);
+
+#endif
