@@ -249,14 +249,16 @@ static void handle_call(struct channel *c, int i, const char *line, size_t len)
 		refuse(c, i, id, why);
 		goto out;
 	}
-	if (!tool_allowed(c, name)) {
-		snprintf(why, sizeof(why), "unknown tool '%s'", name);
-		refuse(c, i, id, why);
-		goto out;
-	}
 	if (c->opts.max_calls && c->accepted >= c->opts.max_calls) {
 		snprintf(why, sizeof(why), "the run's budget of %llu host-tool calls is spent",
 			 c->opts.max_calls);
+		refuse(c, i, id, why);
+		goto out;
+	}
+	/* As upstream counts dispatches: refusals spend the budget too. */
+	c->accepted++;
+	if (!tool_allowed(c, name)) {
+		snprintf(why, sizeof(why), "unknown tool '%s'", name);
 		refuse(c, i, id, why);
 		goto out;
 	}
@@ -269,7 +271,6 @@ static void handle_call(struct channel *c, int i, const char *line, size_t len)
 		refuse(c, i, id, why);
 		goto out;
 	}
-	c->accepted++;
 	n = claim_number(c);
 	if (n < 0) {
 		snprintf(why, sizeof(why), "cannot claim a call number: %s", strerror(errno));

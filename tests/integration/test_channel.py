@@ -1,0 +1,288 @@
+"""The launcher's call channel (MAF_HOST_TOOLS_FD) and `maf-launch call`.
+
+The host here is a small file-protocol responder written from MAF-TRANSPORT.md (serving
+requests strictly in id order, like upstream's supervisor): the channel must work with any
+supervisor that speaks the legacy files, so nothing of ours stands on the host side.
+"""
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import HOST_TOOLS, LAUNCHER, exit_record, launch, probe, wait_exit
+
+CALLS = "host_tool_calls"
+
+
+class Responder(threading.Thread):
+    """Serves R/host_tools/host_tool_calls in id order until the exit marker appears.
+
+    Tools: add(a, b) -> a+b; echo(**kw) -> kw; big(n) -> "x"*n; refuse() -> a refusal.
+    With torn=True every response is written in 3 pieces with pauses, in place (the way a
+    backend's non-atomic write_file may land)."""
+
+    def __init__(self, run_dir, torn=False):
+        super().__init__(daemon=True)
+        self.ht = Path(run_dir) / HOST_TOOLS
+        self.calls = self.ht / CALLS
+        self.torn = torn
+        self.served = []
+        self.stop = threading.Event()
+
+    def answer(self, req):
+        name, args = req.get("name"), req.get("arguments", {})
+        if name == "add":
+            return {"value": args["a"] + args["b"]}
+        if name == "echo":
+            return {"value": args}
+        if name == "big":
+            return {"value": "x" * args["n"]}
+        return {"refusal": f"no tool named {name}"}
+
+    def write(self, path, data):
+        if not self.torn:
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_bytes(data)
+            os.rename(tmp, path)
+            return
+        third = len(data) // 3
+        with open(path, "wb") as f:
+            for piece in (data[:third], data[third:2 * third], data[2 * third:]):
+                f.write(piece)
+                f.flush()
+                os.fsync(f.fileno())
+                time.sleep(0.15)
+
+    def run(self):
+        n = 1
+        while not self.stop.is_set():
+            req_path = self.calls / f"{n:04d}.request.json"
+            if req_path.exists():
+                req = json.loads(req_path.read_bytes())
+                if not req.get("abandoned"):
+                    resp = self.answer(req)
+                    self.write(self.calls / f"{n:04d}.response.json", json.dumps(resp).encode())
+                    self.served.append((n, req.get("name")))
+                n += 1
+                continue
+            if (self.ht / "program_exit_code").exists():
+                return
+            time.sleep(0.002)
+
+
+def run_served(run_dir, program, opts=(), torn=False, timeout=60):
+    """Launches PROGRAM with a responder; returns (exit record, output text, responder)."""
+    r = Responder(run_dir, torn=torn)
+    proc = launch(run_dir, *program, opts=opts)
+    assert proc.returncode == 0, proc.stderr
+    r.start()
+    wait_exit(run_dir, timeout=timeout)
+    r.stop.set()
+    r.join(5)
+    out = (Path(run_dir) / HOST_TOOLS / "program_output.txt").read_text()
+    return exit_record(run_dir), out, r
+
+
+# The client the generated shim and these tests use: a private stream connection per caller,
+# passed to the supervisor over the inherited SOCK_SEQPACKET socket.
+CLIENT = r'''
+import json, os, socket
+def connect():
+    chan = socket.socket(fileno=os.dup(int(os.environ["MAF_HOST_TOOLS_FD"])))
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    socket.send_fds(chan, [b"connect"], [b.fileno()])
+    b.close(); chan.close()
+    return a
+def call(name, cid=1, **arguments):
+    s = connect()
+    s.sendall(json.dumps({"id": cid, "name": name, "arguments": arguments}).encode() + b"\n")
+    f = s.makefile("rb")
+    line = f.readline()
+    s.close()
+    return json.loads(line)
+'''
+
+
+def py(code):
+    return [sys.executable, "-c", CLIENT + code]
+
+
+def test_call_value_refusal_and_usage(run_dir):
+    ml = str(LAUNCHER)
+    script = (f'{ml} call add \'{{"a": 2, "b": 40}}\'; echo "rc=$?"; '
+              f'{ml} call refuse; echo "rc=$?"; '
+              f'{ml} call; echo "rc=$?"; '
+              f'{ml} call add "[1, 2]"; echo "rc=$?"; '
+              f'echo \'{{"a": 1, "b": 1}}\' | {ml} call add -; echo "rc=$?"')
+    rec, out, r = run_served(run_dir, ["/bin/sh", "-c", script])
+    lines = out.splitlines()
+    assert lines[0:2] == ["42", "rc=0"]
+    assert lines[2] == "maf-launch call: refused: no tool named refuse"
+    assert lines[3] == "rc=1"
+    assert lines[5] == "rc=2" and "no TOOL" in lines[4]
+    assert lines[7] == "rc=2" and "JSON object" in lines[6]
+    assert lines[8:10] == ["2", "rc=0"]
+    assert [name for _, name in r.served] == ["add", "refuse", "add"]
+    assert rec["calls"] == 3
+
+
+def test_call_without_a_channel_is_a_clear_error(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "MAF_HOST_TOOLS_FD"}
+    p = subprocess.run([str(LAUNCHER), "call", "add", "{}"], capture_output=True, env=env)
+    assert p.returncode == 125
+    assert b"MAF_HOST_TOOLS_FD is not set" in p.stderr
+    env["MAF_HOST_TOOLS_FD"] = "0"
+    p = subprocess.run([str(LAUNCHER), "call", "add", "{}"], capture_output=True, env=env,
+                       stdin=subprocess.DEVNULL)
+    assert p.returncode == 125
+    assert b"not the run's channel socket" in p.stderr
+
+
+def test_environment_names_the_channel_and_the_tools(run_dir):
+    rec, out, _ = run_served(run_dir, py(
+        'import stat; fd = int(os.environ["MAF_HOST_TOOLS_FD"]);'
+        'print(stat.S_ISSOCK(os.fstat(fd).st_mode), os.environ["MAF_HOST_TOOLS"])'),
+        opts=["--tool", "add", "--tool", "echo"])
+    assert out.strip() == "True add echo"
+
+
+def test_unknown_tool_and_spent_budget_are_refused_without_a_round_trip(run_dir):
+    rec, out, r = run_served(run_dir, py(
+        'print(json.dumps([call("add", a=1, b=2), call("nope"), call("add", a=2, b=2),'
+        ' call("add", a=3, b=3)]))'), opts=["--tool", "add", "--max-calls", "3"])  # refusals count
+    got = json.loads(out)
+    assert got[0] == {"id": 1, "value": 3}
+    assert got[1] == {"id": 1, "refusal": "unknown tool 'nope'"}
+    assert got[2] == {"id": 1, "value": 4}
+    # The refusal of "nope" spent one of the 3 calls, as upstream counts refusals.
+    assert "budget of 3 host-tool calls is spent" in got[3]["refusal"]
+    # Only the two allowed, in-budget calls became request files.
+    assert [name for _, name in r.served] == ["add", "add"]
+    assert sorted(p.name for p in (run_dir / HOST_TOOLS / CALLS).glob("*.request.json")) == [
+        "0001.request.json", "0002.request.json"]
+
+
+def test_eight_threads_each_get_their_own_answer(run_dir):
+    rec, out, r = run_served(run_dir, py(
+        'import threading\n'
+        'res = {}\n'
+        'def worker(i):\n'
+        '    for j in range(5):\n'
+        '        res[(i, j)] = call("add", cid=f"t{i}-{j}", a=i * 100, b=j)\n'
+        'ts = [threading.Thread(target=worker, args=(i,)) for i in range(8)]\n'
+        '[t.start() for t in ts]; [t.join() for t in ts]\n'
+        'bad = [(k, v) for k, v in res.items() if v != {"id": f"t{k[0]}-{k[1]}", "value": k[0] * 100 + k[1]}]\n'
+        'print(len(res), bad)\n'))
+    assert out.strip() == "40 []"
+    assert len(r.served) == 40
+    assert rec["calls"] == 40
+
+
+def test_forked_processes_each_get_their_own_answer(run_dir):
+    rec, out, r = run_served(run_dir, py(
+        'import sys\n'
+        'kids = []\n'
+        'for i in range(6):\n'
+        '    pid = os.fork()\n'
+        '    if pid == 0:\n'
+        '        v = call("add", cid=i, a=i, b=1000)\n'
+        '        os._exit(0 if v == {"id": i, "value": i + 1000} else 1)\n'
+        '    kids.append(pid)\n'
+        'codes = [os.waitstatus_to_exitcode(os.waitpid(p, 0)[1]) for p in kids]\n'
+        'print(codes)\n'))
+    assert out.strip() == "[0, 0, 0, 0, 0, 0]"
+    assert len(r.served) == 6
+
+
+def test_legacy_files_and_the_channel_share_the_numbering(run_dir):
+    # The program claims a number the upstream way, then calls through the channel: the
+    # channel must take the next free number, and both are answered.
+    rec, out, r = run_served(run_dir, py(
+        'import time\n'
+        'd = os.path.join(os.environ["PYTHONPATH"].split(":")[0], "host_tool_calls")\n'
+        'os.makedirs(d, exist_ok=True)\n'
+        'os.close(os.open(os.path.join(d, "0001.claim"), os.O_CREAT | os.O_EXCL | os.O_WRONLY))\n'
+        'with open(os.path.join(d, "0001.request.json.part"), "w") as f:\n'
+        '    json.dump({"id": "0001", "name": "add", "arguments": {"a": 5, "b": 5}}, f)\n'
+        'os.rename(os.path.join(d, "0001.request.json.part"), os.path.join(d, "0001.request.json"))\n'
+        'v2 = call("add", a=7, b=7)\n'
+        'p = os.path.join(d, "0001.response.json")\n'
+        'while not os.path.exists(p): time.sleep(0.01)\n'
+        'print(json.dumps([json.load(open(p)), v2]))\n'))
+    legacy, channel = json.loads(out)
+    assert legacy == {"value": 10}
+    assert channel == {"id": 1, "value": 14}
+    assert r.served == [(1, "add"), (2, "add")]
+
+
+def test_a_response_written_in_pieces_is_never_delivered_torn(run_dir):
+    rec, out, r = run_served(run_dir, py(
+        'vals = [call("big", n=n) for n in (10, 5000, 200000)]\n'
+        'print(json.dumps([(v.get("id"), len(v.get("value", "")), set(v.get("value", ""))) == (1, n, {"x"})'
+        ' for v, n in zip(vals, (10, 5000, 200000))]))\n'), torn=True)
+    assert json.loads(out) == [True, True, True]
+
+
+def test_channel_abuse_harms_only_the_program(run_dir):
+    # Garbage, a line without an id, an oversized line, a non-socket descriptor, a flood of
+    # connections, a connection closed mid-call, answers never read: afterwards an ordinary
+    # call still works and the run ends normally with its markers.
+    rec, out, r = run_served(run_dir, py(
+        'import time\n'
+        'res = []\n'
+        's = connect(); f = s.makefile("rb")\n'
+        's.sendall(b"not json\\n"); res.append(json.loads(f.readline()))\n'
+        's.sendall(b"{\\"name\\": \\"add\\"}\\n"); res.append(json.loads(f.readline()))\n'
+        's.sendall(b"{\\"id\\": 3, \\"name\\": \\"a/b\\"}\\n"); res.append(json.loads(f.readline()))\n'
+        's.sendall(b"{\\"id\\": 4, \\"name\\": \\"add\\", \\"arguments\\": [1]}\\n"); res.append(json.loads(f.readline()))\n'
+        's.sendall(b"[" * 100 + b"\\n"); res.append(json.loads(f.readline()))\n'
+        'big = connect(); bf = big.makefile("rb")\n'
+        'try:\n'
+        '    big.sendall(b"x" * (2 << 20))\n'
+        'except OSError: pass\n'
+        'res.append(json.loads(bf.readline())); res.append(bf.readline().decode())\n'
+        'chan = socket.socket(fileno=os.dup(int(os.environ["MAF_HOST_TOOLS_FD"])))\n'
+        'r_, w_ = os.pipe(); socket.send_fds(chan, [b"connect"], [r_])\n'
+        'chan.send(b"no descriptor at all")\n'
+        'many = [connect() for _ in range(100)]\n'
+        'for c in many: c.close()\n'
+        'm = connect(); m.sendall(json.dumps({"id": 9, "name": "add", "arguments": {"a": 1, "b": 1}}).encode() + b"\\n"); m.close()\n'
+        'flood = connect(); flood.setblocking(False)\n'
+        'try:\n'
+        '    for i in range(200):\n'
+        '        flood.send(json.dumps({"id": i, "name": "echo", "arguments": {"pad": "y" * 1000}}).encode() + b"\\n")\n'
+        'except BlockingIOError: pass\n'
+        'time.sleep(0.5)\n'
+        'res.append(call("add", cid="after", a=20, b=22))\n'
+        'print(json.dumps(res))\n'), opts=["--max-calls", "30"])
+    res = json.loads(out.splitlines()[-1])
+    assert res[0] == {"id": None, "refusal": "the call is not a JSON object"}
+    assert res[1]["id"] is None and "no \"id\"" in res[1]["refusal"]
+    assert res[2] == {"id": 3, "refusal": "the call has no valid tool \"name\""}
+    assert res[3] == {"id": 4, "refusal": "the call's \"arguments\" is not a JSON object"}
+    assert res[4] == {"id": None, "refusal": "the call is not a JSON object"}
+    assert res[5] == {"id": None, "refusal": "the call line is longer than 1048576 bytes"}
+    assert res[6] == ""  # the oversized connection is closed after its refusal
+    # The budget of 30 was spent by the flood; the last call is refused, not lost.
+    assert res[7]["id"] == "after"
+    assert res[7] == {"id": "after", "value": 42} or "budget" in res[7]["refusal"]
+    assert rec["status"] == "exited" and rec["exit_code"] == 0
+
+
+def test_static_program_calls_through_maf_launch_call(run_dir):
+    rec, out, r = run_served(run_dir, [probe("chan_call"), str(LAUNCHER),
+                                       "add", '{"a": 20, "b": 22}', "refuse", "{}"])
+    assert out.splitlines() == ["add rc=0 value=42",
+                                "maf-launch call: refused: no tool named refuse",
+                                "refuse rc=1 value="]
+    assert rec["calls"] == 2
+
+
+def test_launcher_stays_small(launcher):
+    # The issue's ceiling for the stripped static launcher.
+    assert os.path.getsize(launcher) <= 200 * 1024
