@@ -1,0 +1,567 @@
+"""The host-side helpers of the launcher, run as the real static binary against real processes
+and directories: `maf-launch stop` (ends a run's whole tree, and signals nothing unless the pid
+is the run's supervisor), `maf-launch reclaim` (deletes the run tree without following symlinks
+or crossing mounts) and `maf-launch wait` (the inotify long-poll). Every assertion is on
+behaviour (which process exists, which file is left, which bytes were printed), never on how
+long something took; waits in the set-up only guard against a hang."""
+import json
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import HOST_TOOLS, LAUNCHER, exit_record, launch, launch_info, pid_alive, wait_exit
+
+CALLS = "host_tool_calls"
+EXIT_MARKER = "program_exit_code"
+
+
+def ml(*args, timeout=60, **kw):
+    """Runs `maf-launch ARGS...` and returns the CompletedProcess."""
+    return subprocess.run([str(LAUNCHER), *map(str, args)], capture_output=True, timeout=timeout,
+                          **kw)
+
+
+def until(pred, what, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"{what}: not after {timeout}s")
+
+
+def read_pid(path):
+    until(lambda: path.exists() and path.read_text().strip(), f"{path} written")
+    return int(path.read_text())
+
+
+def start_run(run_dir, script, opts=()):
+    """Launches `sh -c SCRIPT` (in R/work) and returns the launch line as a dict."""
+    proc = launch(run_dir, "sh", "-c", script, opts=opts)
+    assert proc.returncode == 0, proc.stderr
+    return launch_info(proc)
+
+
+def kill_quietly(pid):
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+# --- stop ---------------------------------------------------------------------------------
+
+# A program that ignores SIGTERM, with a grandchild that left for its own session and a
+# double-forked daemon (reparented away from the program), both ignoring SIGTERM too.
+STUBBORN = (
+    "trap '' TERM; "
+    "setsid sleep 1000 & echo $! > gc.pid; "
+    "(setsid sleep 1001 & echo $! > daemon.pid); "
+    "echo $$ > main.pid; "
+    "exec sleep 1002"
+)
+
+
+def stubborn_run(run_dir, opts=("--grace", "0.3")):
+    info = start_run(run_dir, STUBBORN, opts)
+    work = run_dir / "work"
+    pids = {"program": info["pid"], "supervisor": info["supervisor_pid"],
+            "grandchild": read_pid(work / "gc.pid"), "daemon": read_pid(work / "daemon.pid")}
+    read_pid(work / "main.pid")
+    return info, pids
+
+
+def test_stop_ends_a_stubborn_tree_with_a_setsid_grandchild(run_dir):
+    info, pids = stubborn_run(run_dir)
+    for name, pid in pids.items():
+        assert pid_alive(pid), f"the {name} should be running before stop"
+    # The program's pid files are the program's to write: stop must not care.
+    (run_dir / HOST_TOOLS / "program_pid").write_text(str(os.getpid()))
+    (run_dir / HOST_TOOLS / "program_session").write_text(str(os.getpid()))
+
+    res = ml("stop", "--run-dir", run_dir, "--supervisor-pid", info["supervisor_pid"])
+    assert res.returncode == 0, res.stderr
+    for name, pid in pids.items():
+        assert not pid_alive(pid), f"the {name} ({pid}) survived stop"
+    assert json.loads(res.stdout)["status"] == "stopped"
+    assert exit_record(run_dir)["status"] == "stopped"
+    assert (run_dir / HOST_TOOLS / EXIT_MARKER).exists()
+    assert pid_alive(os.getpid())
+
+
+def test_stop_kills_everything_when_the_supervisor_takes_too_long(run_dir):
+    # A grace far beyond stop's timeout: stop must kill the tree and the supervisor itself.
+    info, pids = stubborn_run(run_dir, opts=("--grace", "600"))
+    res = ml("stop", "--run-dir", run_dir, "--supervisor-pid", info["supervisor_pid"],
+             "--timeout", "0.2")
+    assert res.returncode == 0, res.stderr
+    for name, pid in pids.items():
+        assert not pid_alive(pid), f"the {name} ({pid}) survived stop"
+    assert b"no exit record" in res.stderr
+
+
+def test_stop_matches_the_equals_form_and_trailing_slashes(run_dir):
+    proc = subprocess.run(
+        [str(LAUNCHER), "run", f"--run-dir={run_dir}//", "--", "sleep", "1000"],
+        capture_output=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    info = launch_info(proc)
+    res = ml("stop", "--run-dir", f"{run_dir}/", "--supervisor-pid", info["supervisor_pid"])
+    assert res.returncode == 0, res.stderr
+    assert not pid_alive(info["pid"])
+    assert exit_record(run_dir)["status"] == "stopped"
+
+
+def full_pipe():
+    """A pipe whose write end blocks: filled to capacity, never read until released."""
+    r, w = os.pipe()
+    os.set_blocking(w, False)
+    try:
+        while True:
+            os.write(w, b"x" * 65536)
+    except BlockingIOError:
+        pass
+    os.set_blocking(w, True)
+    return r, w
+
+
+def test_stop_refuses_every_process_that_is_not_the_runs_supervisor(run_dir, tmp_path):
+    info = start_run(run_dir, "exec sleep 1000")
+    other_dir = tmp_path / "other"
+    other_dir.mkdir()
+    other = start_run(other_dir, "exec sleep 1000")
+    plain = subprocess.Popen(["sleep", "1000"])
+    leader = subprocess.Popen(["sleep", "1000"], start_new_session=True)
+    # Same executable, and a command line naming this run, but not a session leader: the
+    # launcher itself, stuck writing its launch line into a full pipe.
+    stuck_dir = tmp_path / "stuckrun"
+    stuck_dir.mkdir()
+    r, w = full_pipe()
+    stuck = subprocess.Popen([str(LAUNCHER), "run", "--run-dir", str(stuck_dir),
+                              "--", "sleep", "1000"], stdout=w, stderr=subprocess.DEVNULL)
+    try:
+        until(lambda: (stuck_dir / HOST_TOOLS / "program_pid").exists(), "the stuck launch")
+        cases = [
+            ("a plain process", plain.pid, run_dir),
+            ("a session leader running another executable", leader.pid, run_dir),
+            ("the program of the run", info["pid"], run_dir),
+            ("the supervisor of another run", other["supervisor_pid"], run_dir),
+            ("the launcher, not a session leader", stuck.pid, stuck_dir),
+            ("the pytest process", os.getpid(), run_dir),
+        ]
+        for what, pid, rd in cases:
+            assert pid_alive(pid), what
+            res = ml("stop", "--run-dir", rd, "--supervisor-pid", pid, "--timeout", "1")
+            assert res.returncode == 1, (what, res.stderr)
+            assert b"nothing was signalled" in res.stderr, what
+            assert res.stdout == b"", what
+            assert pid_alive(pid), f"stop signalled {what}"
+        for d, i in ((run_dir, info), (other_dir, other)):
+            assert pid_alive(i["pid"]) and pid_alive(i["supervisor_pid"])
+            assert not (d / HOST_TOOLS / EXIT_MARKER).exists()
+    finally:
+        plain.kill()
+        leader.kill()
+        os.close(r)
+        stuck.wait(timeout=30)
+        os.close(w)
+        plain.wait()
+        leader.wait()
+        for d, i in ((run_dir, info), (other_dir, other)):
+            ml("stop", "--run-dir", d, "--supervisor-pid", i["supervisor_pid"])
+        stuck_program = stuck_dir / HOST_TOOLS / "program_pid"
+        if stuck_program.exists():
+            kill_quietly(int(stuck_program.read_text()))
+
+
+def test_stop_after_the_run_ended_reports_the_record(run_dir):
+    info = start_run(run_dir, "exit 3")
+    assert wait_exit(run_dir) == "3"
+    until(lambda: not pid_alive(info["supervisor_pid"]), "the supervisor's exit")
+    res = ml("stop", "--run-dir", run_dir, "--supervisor-pid", info["supervisor_pid"])
+    assert res.returncode == 0, res.stderr
+    rec = json.loads(res.stdout)
+    assert rec["status"] == "exited" and rec["exit_code"] == 3
+    assert b"already ended" in res.stderr
+
+
+def test_stop_of_a_gone_pid_without_an_exit_marker_signals_nothing(run_dir):
+    p = subprocess.Popen(["true"])
+    p.wait()
+    res = ml("stop", "--run-dir", run_dir, "--supervisor-pid", p.pid)
+    assert res.returncode == 1
+    assert b"nothing was signalled" in res.stderr
+
+
+@pytest.mark.parametrize("args", [
+    [],
+    ["--run-dir", "/tmp/x"],
+    ["--supervisor-pid", "123"],
+    ["--run-dir", "relative", "--supervisor-pid", "123"],
+    ["--run-dir", "/tmp/x", "--supervisor-pid", "12x"],
+    ["--run-dir", "/tmp/x", "--supervisor-pid", "1"],
+    ["--run-dir", "/tmp/x", "--supervisor-pid", "123", "--timeout", "soon"],
+    ["--run-dir", "/tmp/x", "--supervisor-pid", "123", "--bogus"],
+])
+def test_stop_usage_errors(args):
+    res = ml("stop", *args)
+    assert res.returncode == 2
+    assert len(res.stderr.decode().strip().splitlines()) == 1, res.stderr
+
+
+# --- reclaim ------------------------------------------------------------------------------
+
+def build_hostile_tree(root, outside):
+    """A run tree with what a program may leave behind."""
+    (outside / "sub").mkdir(parents=True)
+    (outside / "keep.txt").write_text("outside")
+    (outside / "sub" / "deep.txt").write_text("outside too")
+    (root / "work" / "a" / "b" / "c").mkdir(parents=True)
+    (root / "work" / "a" / "b" / "c" / "f.txt").write_text("x")
+    (root / "host_tools" / CALLS).mkdir(parents=True)
+    (root / "host_tools" / CALLS / "0001.request.json").write_text("{}")
+    (root / "work" / "to_outside").symlink_to(outside, target_is_directory=True)
+    (root / "work" / "to_outside_file").symlink_to(outside / "keep.txt")
+    (root / "work" / "dangling").symlink_to(root / "nowhere")
+    os.mkfifo(root / "work" / "fifo")
+    ro = root / "work" / "ro"
+    (ro / "inner").mkdir(parents=True)
+    (ro / "inner" / "f").write_text("x")
+    os.chmod(ro / "inner", 0o500)
+    os.chmod(ro, 0o500)
+    closed = root / "work" / "closed"
+    closed.mkdir()
+    (closed / "f").write_text("x")
+    os.chmod(closed, 0o000)
+
+
+def assert_outside_intact(outside):
+    assert (outside / "keep.txt").read_text() == "outside"
+    assert (outside / "sub" / "deep.txt").read_text() == "outside too"
+
+
+def test_reclaim_removes_a_hostile_tree_and_nothing_outside(tmp_path):
+    root, outside = tmp_path / "run", tmp_path / "outside"
+    build_hostile_tree(root, outside)
+    res = ml("reclaim", "--run-dir", root)
+    assert res.returncode == 0, res.stderr
+    assert not os.path.lexists(root)
+    assert_outside_intact(outside)
+
+
+def test_reclaim_as_an_unprivileged_owner_opens_read_only_directories():
+    if os.geteuid() != 0:
+        pytest.skip("needs root to run reclaim as another user")
+    base = Path(tempfile.mkdtemp(prefix="maf-reclaim-"))
+    try:
+        os.chmod(base, 0o755)
+        root, outside = base / "run", base / "outside"
+        build_hostile_tree(root, outside)
+        for dirpath, dirnames, filenames in os.walk(base):
+            for n in [dirpath] + [os.path.join(dirpath, x) for x in dirnames + filenames]:
+                os.lchown(n, 65534, 65534)
+        os.chmod(outside, 0o755)
+        res = ml("reclaim", "--run-dir", root, user=65534, group=65534, extra_groups=[])
+        assert res.returncode == 0, res.stderr
+        assert not os.path.lexists(root)
+        assert_outside_intact(outside)
+    finally:
+        subprocess.run(["chmod", "-R", "u+rwx", str(base)], check=False)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_reclaim_of_a_deeply_nested_tree(tmp_path):
+    root = tmp_path / "run"
+    root.mkdir()
+    fd = os.open(root, os.O_RDONLY)
+    try:
+        for _ in range(400):
+            os.mkdir("d", dir_fd=fd)
+            nfd = os.open("d", os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = nfd
+        os.open("leaf", os.O_CREAT | os.O_WRONLY, dir_fd=fd)
+    finally:
+        os.close(fd)
+    res = ml("reclaim", "--run-dir", root)
+    assert res.returncode == 0, res.stderr
+    assert not os.path.lexists(root)
+
+
+def test_reclaim_of_an_absent_run_dir_succeeds(tmp_path):
+    assert ml("reclaim", "--run-dir", tmp_path / "never").returncode == 0
+    assert ml("reclaim", "--run-dir", tmp_path / "no" / "parent").returncode == 0
+
+
+def test_reclaim_refuses_a_relative_path(tmp_path):
+    (tmp_path / "rel").mkdir()
+    res = ml("reclaim", "--run-dir", "rel", cwd=tmp_path)
+    assert res.returncode == 2
+    assert (tmp_path / "rel").is_dir()
+
+
+def test_reclaim_refuses_a_symlink_run_dir_and_removes_nothing(tmp_path):
+    target = tmp_path / "target"
+    (target / "sub").mkdir(parents=True)
+    (target / "sub" / "f").write_text("keep")
+    link = tmp_path / "link"
+    link.symlink_to(target, target_is_directory=True)
+    res = ml("reclaim", "--run-dir", link)
+    assert res.returncode == 2
+    assert b"symlink" in res.stderr
+    assert link.is_symlink()
+    assert (target / "sub" / "f").read_text() == "keep"
+    res = ml("reclaim", "--run-dir", str(link) + "/")
+    assert res.returncode == 2
+    assert (target / "sub" / "f").read_text() == "keep"
+
+
+def test_reclaim_refuses_a_file_run_dir(tmp_path):
+    f = tmp_path / "file"
+    f.write_text("keep")
+    assert ml("reclaim", "--run-dir", f).returncode == 2
+    assert f.read_text() == "keep"
+
+
+def test_reclaim_does_not_cross_a_bind_mount(tmp_path):
+    root, src = tmp_path / "run", tmp_path / "src"
+    (root / "work" / "mnt").mkdir(parents=True)
+    (root / "work" / "other").mkdir()
+    (root / "work" / "other" / "f").write_text("x")
+    (src / "d").mkdir(parents=True)
+    (src / "d" / "precious").write_text("precious")
+    mnt = root / "work" / "mnt"
+    m = subprocess.run(["mount", "--bind", str(src), str(mnt)], capture_output=True)
+    if m.returncode != 0:
+        pytest.skip(f"mount --bind failed: {m.stderr.decode().strip()}")
+    try:
+        res = ml("reclaim", "--run-dir", root)
+        assert res.returncode == 1
+        assert str(mnt).encode() in res.stderr
+        assert b"mount point" in res.stderr
+        assert (mnt / "d" / "precious").read_text() == "precious"
+        assert (src / "d" / "precious").read_text() == "precious"
+        assert not (root / "work" / "other").exists(), "what is not below the mount goes"
+    finally:
+        subprocess.run(["umount", str(mnt)], check=False)
+    assert (src / "d" / "precious").read_text() == "precious"
+    res = ml("reclaim", "--run-dir", root)
+    assert res.returncode == 0, res.stderr
+    assert not os.path.lexists(root)
+    assert (src / "d" / "precious").read_text() == "precious"
+
+
+def test_reclaim_usage_errors():
+    assert ml("reclaim").returncode == 2
+    assert ml("reclaim", "--run-dir").returncode == 2
+    assert ml("reclaim", "--run-dir", "/").returncode == 2
+    assert ml("reclaim", "--run-dir", "/tmp/a:b").returncode == 2
+    assert ml("reclaim", "--run-dir", "/tmp/x", "extra").returncode == 2
+
+
+# --- wait ---------------------------------------------------------------------------------
+
+def parse_event(out):
+    """Splits wait's output into the JSON head and the bytes after it."""
+    head, sep, rest = out.partition(b"\n")
+    assert sep, out
+    return json.loads(head), rest
+
+
+def calls_dir(run_dir):
+    d = run_dir / HOST_TOOLS / CALLS
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def inotify_watches(pid):
+    """How many inotify watches process pid holds, from /proc/PID/fdinfo."""
+    n = 0
+    try:
+        for fd in os.listdir(f"/proc/{pid}/fdinfo"):
+            try:
+                with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                    n += sum(1 for line in f if line.startswith("inotify wd:"))
+            except OSError:
+                pass
+    except OSError:
+        pass
+    return n
+
+
+def start_wait(run_dir, *args):
+    """Starts wait and returns once both its watches are in place."""
+    p = subprocess.Popen([str(LAUNCHER), "wait", "--run-dir", str(run_dir), *map(str, args)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    until(lambda: inotify_watches(p.pid) >= 2 or p.poll() is not None, "wait's watches")
+    assert p.poll() is None, p.communicate()
+    return p
+
+
+def publish(d, name, data):
+    (d / (name + ".part")).write_bytes(data)
+    os.rename(d / (name + ".part"), d / name)
+
+
+def test_wait_returns_a_request_published_after_it_started(run_dir):
+    calls = calls_dir(run_dir)
+    body = b'{"id": "0003", "name": "lookup", "arguments": {"q": "\\u00e9\\n"}}'
+    # Earlier ids and a .part of ours must not end the wait.
+    publish(calls, "0002.request.json", b'{"id": "0002"}')
+    p = start_wait(run_dir, "--next", 3, "--timeout-ms", 60000)
+    # Written in two steps under .part, as a torn write would be, then renamed.
+    with open(calls / "0003.request.json.part", "wb") as f:
+        f.write(body[:10])
+        f.flush()
+        f.write(body[10:])
+    os.rename(calls / "0003.request.json.part", calls / "0003.request.json")
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    head, rest = parse_event(out)
+    assert head == {"event": "request", "id": 3, "size": len(body)}
+    assert rest == body
+
+
+def test_wait_returns_a_request_already_there(run_dir):
+    calls = calls_dir(run_dir)
+    publish(calls, "0001.request.json", b"[1]")
+    res = ml("wait", "--run-dir", run_dir, "--next", 1, "--timeout-ms", 0)
+    assert res.returncode == 0, res.stderr
+    assert parse_event(res.stdout) == ({"event": "request", "id": 1, "size": 3}, b"[1]")
+
+
+def test_wait_returns_the_exit_when_the_run_ends(run_dir):
+    start_run(run_dir, "while [ ! -e go ]; do sleep 0.05; done; exit 7")
+    p = start_wait(run_dir, "--next", 1, "--timeout-ms", 60000)
+    (run_dir / "work" / "go").write_text("")
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    assert parse_event(out) == ({"event": "exit", "size": 1}, b"7")
+
+
+def test_wait_times_out(run_dir):
+    calls = calls_dir(run_dir)
+    publish(calls, "0002.request.json", b"{}")
+    res = ml("wait", "--run-dir", run_dir, "--next", 1, "--timeout-ms", 50)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == b'{"event":"timeout"}\n'
+
+
+def test_wait_prefers_a_request_over_the_exit(run_dir):
+    calls = calls_dir(run_dir)
+    (run_dir / HOST_TOOLS / EXIT_MARKER).write_text("0")
+    publish(calls, "0004.request.json", b'{"id": "0004"}')
+    res = ml("wait", "--run-dir", run_dir, "--next", 4, "--timeout-ms", 0)
+    assert parse_event(res.stdout) == ({"event": "request", "id": 4, "size": 14},
+                                       b'{"id": "0004"}')
+    res = ml("wait", "--run-dir", run_dir, "--next", 5, "--timeout-ms", 0)
+    assert parse_event(res.stdout) == ({"event": "exit", "size": 1}, b"0")
+
+
+def test_wait_reports_an_oversized_request_without_reading_it(run_dir):
+    calls = calls_dir(run_dir)
+    publish(calls, "0001.request.json", b"A" * 5000)
+    res = ml("wait", "--run-dir", run_dir, "--next", 1, "--timeout-ms", 0, "--max-bytes", 4999)
+    assert res.returncode == 0, res.stderr
+    assert parse_event(res.stdout) == (
+        {"event": "request", "id": 1, "size": 5000, "oversized": True}, b"")
+    res = ml("wait", "--run-dir", run_dir, "--next", 1, "--timeout-ms", 0, "--max-bytes=5000")
+    assert parse_event(res.stdout) == ({"event": "request", "id": 1, "size": 5000}, b"A" * 5000)
+
+
+def test_wait_default_cap_is_one_mebibyte(run_dir):
+    calls = calls_dir(run_dir)
+    publish(calls, "0001.request.json", b"B" * ((1 << 20) + 1))
+    res = ml("wait", "--run-dir", run_dir, "--next", 1, "--timeout-ms", 0)
+    head, rest = parse_event(res.stdout)
+    assert head.get("oversized") is True and rest == b""
+
+
+@pytest.mark.parametrize("kind", ["symlink", "fifo", "directory", "dangling"])
+def test_wait_reports_a_request_that_is_not_a_regular_file(run_dir, tmp_path, kind):
+    calls = calls_dir(run_dir)
+    secret = tmp_path / "secret"
+    secret.write_text("SECRET")
+    name = calls / "0002.request.json"
+    if kind == "symlink":
+        name.symlink_to(secret)
+    elif kind == "dangling":
+        name.symlink_to(tmp_path / "nowhere")
+    elif kind == "fifo":
+        os.mkfifo(name)
+    else:
+        name.mkdir()
+    # A FIFO without a writer would block a reader that opened it: the subprocess timeout
+    # is only a guard against such a hang.
+    res = ml("wait", "--run-dir", run_dir, "--next", 2, "--timeout-ms", 60000, timeout=30)
+    assert res.returncode == 0, res.stderr
+    assert parse_event(res.stdout) == (
+        {"event": "request", "id": 2, "size": 0, "error": "not a regular file"}, b"")
+    assert b"SECRET" not in res.stdout
+
+
+def test_wait_reports_an_exit_marker_that_is_not_a_regular_file(run_dir, tmp_path):
+    calls_dir(run_dir)
+    (tmp_path / "code").write_text("0")
+    (run_dir / HOST_TOOLS / EXIT_MARKER).symlink_to(tmp_path / "code")
+    res = ml("wait", "--run-dir", run_dir, "--next", 1, "--timeout-ms", 0)
+    assert parse_event(res.stdout) == (
+        {"event": "exit", "size": 0, "error": "not a regular file"}, b"")
+
+
+def test_wait_reports_an_oversized_exit_marker(run_dir):
+    calls_dir(run_dir)
+    (run_dir / HOST_TOOLS / EXIT_MARKER).write_text("0" * 33)
+    res = ml("wait", "--run-dir", run_dir, "--next", 1, "--timeout-ms", 0)
+    assert parse_event(res.stdout) == ({"event": "exit", "size": 33, "oversized": True}, b"")
+
+
+def test_wait_creates_the_calls_directory(run_dir):
+    (run_dir / HOST_TOOLS).mkdir()
+    res = ml("wait", "--run-dir", run_dir, "--next", 1, "--timeout-ms", 0)
+    assert res.stdout == b'{"event":"timeout"}\n'
+    assert (run_dir / HOST_TOOLS / CALLS).is_dir()
+
+
+def test_wait_refuses_a_symlinked_calls_directory(run_dir, tmp_path):
+    (run_dir / HOST_TOOLS).mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "0001.request.json").write_text("{}")
+    (run_dir / HOST_TOOLS / CALLS).symlink_to(elsewhere, target_is_directory=True)
+    res = ml("wait", "--run-dir", run_dir, "--next", 1, "--timeout-ms", 0)
+    assert res.returncode == 125
+    assert res.stdout == b""
+
+
+@pytest.mark.parametrize("args", [
+    [],
+    ["--run-dir", "/tmp/x", "--next", "1"],
+    ["--run-dir", "/tmp/x", "--timeout-ms", "1"],
+    ["--next", "1", "--timeout-ms", "1"],
+    ["--run-dir", "rel", "--next", "1", "--timeout-ms", "1"],
+    ["--run-dir", "/tmp/x", "--next", "0", "--timeout-ms", "1"],
+    ["--run-dir", "/tmp/x", "--next", "1000000", "--timeout-ms", "1"],
+    ["--run-dir", "/tmp/x", "--next", "1", "--timeout-ms", "-1"],
+    ["--run-dir", "/tmp/x", "--next", "1", "--timeout-ms", "1", "--max-bytes", "x"],
+])
+def test_wait_usage_errors(args):
+    res = ml("wait", *args)
+    assert res.returncode == 2
+    assert res.stdout == b""
+    assert len(res.stderr.decode().strip().splitlines()) == 1, res.stderr
+
+
+def test_help_of_each_command():
+    for cmd in ("stop", "reclaim", "wait"):
+        res = ml(cmd, "--help")
+        assert res.returncode == 0
+        assert res.stdout.startswith(f"usage: maf-launch {cmd} ".encode())
+        assert b"Exit codes" in res.stdout
