@@ -142,9 +142,11 @@ int parse_u64(const char *s, unsigned long long max, unsigned long long *out)
 	for (; *s; s++) {
 		if (*s < '0' || *s > '9')
 			return -1;
-		if (v > (max - (unsigned)(*s - '0')) / 10)
+		unsigned d = (unsigned)(*s - '0');
+
+		if (d > max || v > (max - d) / 10)
 			return -1;
-		v = v * 10 + (unsigned)(*s - '0');
+		v = v * 10 + d;
 	}
 	*out = v;
 	return 0;
@@ -166,12 +168,9 @@ int parse_seconds_ms(const char *s, long long max_ms, long long *out_ms)
 			scale /= 10;
 		}
 	}
-	if (*s || digits == 0)
+	if (*s || digits == 0 || frac > max_ms || whole > (max_ms - frac) / 1000)
 		return -1;
-	whole = whole * 1000 + frac;
-	if (whole > max_ms)
-		return -1;
-	*out_ms = whole;
+	*out_ms = whole * 1000 + frac;
 	return 0;
 }
 

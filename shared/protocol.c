@@ -134,8 +134,10 @@ int mafp_status_from_name(const char *name, enum mafp_status *out)
 }
 
 /* cJSON's own nesting limit is a compile-time constant of 1000; guest-written JSON gets a
- * much smaller one, checked before parsing so a deep document costs no allocation. */
-static int json_depth_ok(const char *buf, size_t len)
+ * much smaller one, checked before parsing so a deep document costs no allocation. An
+ * escaped NUL (\u0000) is refused too: cJSON would cut the string there, so a C reader
+ * would see "ab" where Python's json (upstream) sees "ab\0/../x". */
+static int json_precheck(const char *buf, size_t len)
 {
 	int depth = 0, in_string = 0;
 	size_t i;
@@ -144,9 +146,11 @@ static int json_depth_ok(const char *buf, size_t len)
 		char c = buf[i];
 
 		if (in_string) {
-			if (c == '\\')
+			if (c == '\\') {
+				if (i + 5 < len && buf[i + 1] == 'u' && memcmp(buf + i + 2, "0000", 4) == 0)
+					return 0;
 				i++;
-			else if (c == '"')
+			} else if (c == '"')
 				in_string = 0;
 			continue;
 		}
@@ -171,7 +175,7 @@ cJSON *mafp_json_parse(const char *buf, size_t len, size_t max_len)
 		return NULL;
 	if (memchr(buf, '\0', len))
 		return NULL;
-	if (!json_depth_ok(buf, len))
+	if (!json_precheck(buf, len))
 		return NULL;
 	root = cJSON_ParseWithLengthOpts(buf, len, &end, 0);
 	if (!root)
