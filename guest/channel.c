@@ -29,7 +29,8 @@ struct call {
 };
 
 struct channel {
-	int calls_dir;          /* R/host_tools/host_tool_calls */
+	int host_tools;         /* R/host_tools, borrowed */
+	int calls_dir;          /* R/host_tools/host_tool_calls, once a call needed it */
 	int listen_fd;          /* our end of the socketpair the program inherits */
 	int ino_fd;
 	struct conn conns[MAFL_CHANNEL_MAX_CONNS];
@@ -207,6 +208,33 @@ static int tool_allowed(const struct channel *c, const char *name)
 	return 0;
 }
 
+/* Opens (creating it if needed) the calls directory and watches it, before the first
+ * request is published, so no response can go unseen. Upstream's shell launcher leaves the
+ * directory to the first call, and so do we. Returns 0 or -1 with errno set. */
+static int ensure_calls_dir(struct channel *c)
+{
+	char path[64];
+
+	if (c->calls_dir >= 0)
+		return 0;
+	if (mkdirat(c->host_tools, MAFP_DIR_CALLS, 0777) < 0 && errno != EEXIST)
+		return -1;
+	c->calls_dir = openat(c->host_tools, MAFP_DIR_CALLS,
+			      O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (c->calls_dir < 0)
+		return -1;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", c->calls_dir);
+	if (inotify_add_watch(c->ino_fd, path, IN_CLOSE_WRITE | IN_MOVED_TO | IN_ONLYDIR) < 0) {
+		int err = errno;
+
+		close(c->calls_dir);
+		c->calls_dir = -1;
+		errno = err;
+		return -1;
+	}
+	return 0;
+}
+
 /* Takes the lowest free call number, as the upstream shim does: the filesystem arbitrates
  * between us and any program writing legacy call files itself. */
 static long claim_number(struct channel *c)
@@ -271,7 +299,7 @@ static void handle_call(struct channel *c, int i, const char *line, size_t len)
 		refuse(c, i, id, why);
 		goto out;
 	}
-	n = claim_number(c);
+	n = ensure_calls_dir(c) < 0 ? -1 : claim_number(c);
 	if (n < 0) {
 		snprintf(why, sizeof(why), "cannot claim a call number: %s", strerror(errno));
 		refuse(c, i, id, why);
@@ -493,23 +521,10 @@ int channel_open(struct channel **out, int host_tools_fd, const struct channel_o
 		c->conns[i].fd = -1;
 	c->opts = *opts;
 	c->next_n = 1;
-	if (mkdirat(host_tools_fd, MAFP_DIR_CALLS, 0777) < 0 && errno != EEXIST)
-		goto fail;
-	c->calls_dir = openat(host_tools_fd, MAFP_DIR_CALLS,
-			      O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (c->calls_dir < 0)
-		goto fail;
+	c->host_tools = host_tools_fd;
 	c->ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	if (c->ino_fd < 0)
 		goto fail;
-	{
-		char path[64];
-
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", c->calls_dir);
-		if (inotify_add_watch(c->ino_fd, path,
-				      IN_CLOSE_WRITE | IN_MOVED_TO | IN_ONLYDIR) < 0)
-			goto fail;
-	}
 	/* SOCK_SEQPACKET: each connection request is one message carrying one descriptor, so
 	 * threads and forked processes sharing the inherited end never interleave. */
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
