@@ -102,6 +102,7 @@ struct mafh_run {
 	int misses;                     /* request reads that found nothing since activity */
 	int64_t next_poll_ms;
 	int64_t last_answer_ms;
+	int64_t last_activity_ms;       /* launch, or the last answer */
 	int probe_exit_next;
 	int have_call;
 	char call_tool[MAFP_TOOL_NAME_MAX + 1];
@@ -797,17 +798,20 @@ static void schedule_after_answer(struct mafh_run *run)
 
 	run->misses = 0;
 	run->last_answer_ms = run->now;
+	run->last_activity_ms = run->now;
 	if (run->transport == MAFH_TRANSPORT_WAIT)
 		run->next_poll_ms = run->now;   /* the wait itself blocks until it is there */
 	else
 		run->next_poll_ms = run->now + clamp64(lead, 0, run->poll_max_ms);
 }
 
-/* After a look that found nothing: back off, paced against the op latency so that idle
- * polling never takes more than about a third of the backend's time. */
+/* After a look that found nothing: back off exponentially, and in proportion to how long
+ * the program has been quiet, paced against the op latency so that idle polling takes only
+ * a small share of the backend's time (a slow backend is polled less often, up to 24 op
+ * latencies apart even past poll_max_ms). */
 static void schedule_after_miss(struct mafh_run *run)
 {
-	int64_t base = (int64_t)(run->gap_est_ms / 4), iv;
+	int64_t base = (int64_t)(run->gap_est_ms / 4), iv, quiet, top;
 
 	if (run->misses == 1 && run->last_answer_ms) {
 		/* Looked too early right after an answer: learn a longer gap. */
@@ -818,7 +822,13 @@ static void schedule_after_miss(struct mafh_run *run)
 	if (base < 2 * (int64_t)run->lat_est_ms)
 		base = 2 * (int64_t)run->lat_est_ms;
 	iv = base << (run->misses > 6 ? 6 : run->misses - 1);
-	run->next_poll_ms = run->now + clamp64(iv, run->poll_min_ms, run->poll_max_ms);
+	quiet = run->now - run->last_activity_ms;
+	if (iv < quiet)
+		iv = quiet;
+	top = run->poll_max_ms;
+	if (top < 24 * (int64_t)run->lat_est_ms)
+		top = 24 * (int64_t)run->lat_est_ms;
+	run->next_poll_ms = run->now + clamp64(iv, run->poll_min_ms, top);
 }
 
 static int64_t wait_slice(struct mafh_run *run)
@@ -1151,6 +1161,7 @@ static void take_launch(struct mafh_run *run, const struct mafh_op_result *res)
 	}
 	run->launched = 1;
 	run->phase = PH_SERVE;
+	run->last_activity_ms = run->now;
 	/* Nothing can be waiting yet: give the program a moment to start. */
 	run->next_poll_ms = run->now + (run->transport == MAFH_TRANSPORT_FILES
 						? (int64_t)run->gap_est_ms : 0);
@@ -1264,7 +1275,7 @@ int mafh_run_op_result(struct mafh_run *run, int64_t now_ms, const struct mafh_o
 			    run->gap_est_ms > (double)run->poll_min_ms)
 				/* Found at the first look after an answer: try a little sooner
 				 * next time (a miss pushes the gap back up by half). */
-				run->gap_est_ms *= 0.99;
+				run->gap_est_ms *= 0.995;
 			take_request(run, res->read.data ? res->read.data : "", res->read.len);
 			break;
 		case MAFH_READ_TOO_BIG: {
@@ -1286,9 +1297,9 @@ int mafh_run_op_result(struct mafh_run *run, int64_t now_ms, const struct mafh_o
 		case MAFH_READ_ABSENT:
 			run->misses++;
 			/* The exit marker is probed only when no request is waiting, and only
-			 * on every second empty look: right after an answer or at start-up the
-			 * program is most likely busy, and each probe is a backend op. */
-			run->probe_exit_next = run->misses % 2 == 0;
+			 * on every second empty look (third before the first request: most
+			 * programs are still starting up then), since each probe is an op. */
+			run->probe_exit_next = run->misses % (run->last_answer_ms ? 2 : 3) == 0;
 			if (!run->probe_exit_next)
 				schedule_after_miss(run);
 			break;
