@@ -1,0 +1,49 @@
+/* maf-host: the CLI over libmafhost. main.c dispatches; run.c and shim.c are the commands;
+ * report.c prints a run's result; tools.c runs the host's tools. */
+#ifndef MAFH_CLI_H
+#define MAFH_CLI_H
+
+#include <stdio.h>
+
+#include "mafhost.h"
+
+/* maf-host's own exit codes (beside the program's, passed through by run). */
+#define CLI_EXIT_USAGE 2
+#define CLI_EXIT_TIMEOUT 124   /* the run hit --timeout (as timeout(1)) */
+#define CLI_EXIT_FAILURE 125   /* maf-host itself, the backend or the launcher failed */
+
+extern const char *cli_prog;   /* "maf-host", or "maf-host run" once dispatched */
+extern const char *cli_argv0;  /* main's argv[0] */
+
+/* Prints "PROG: MESSAGE" on stderr. */
+__attribute__((format(printf, 1, 2))) void cli_warn(const char *fmt, ...);
+/* Prints "PROG: MESSAGE (try 'PROG --help')" and exits 2. */
+__attribute__((noreturn, format(printf, 1, 2))) void cli_usage_error(const char *fmt, ...);
+/* Prints "PROG: MESSAGE" and exits with code. */
+__attribute__((noreturn, format(printf, 2, 3))) void cli_die(int code, const char *fmt, ...);
+
+int cmd_run(int argc, char **argv);
+int cmd_shim(int argc, char **argv);
+void cmd_run_usage(FILE *f);
+void cmd_shim_usage(FILE *f);
+
+/* What report.c prints beside the library's result. */
+struct cli_report {
+	const struct mafh_run_result *res;
+	const char *backend;         /* "local" */
+	const char *transport;       /* as asked: "auto", "files", "wait" */
+	long long latency_ms;        /* --simulate-latency-ms, 0 if none */
+	const char *run_dir;         /* shown only when kept */
+	const char *error;           /* a run error beside the library's (tools server), or NULL */
+	int exit_code;               /* maf-host's own exit code */
+};
+
+/* One JSON object on f: exit_code, status, output, output_truncated, calls, refusals, ops,
+ * ops_total, ops_per_call, wall_ms, and the rest of the record. */
+void cli_report_json(FILE *f, const struct cli_report *r);
+/* A few human lines on f: status, calls, backend operations by kind, wall time. */
+void cli_report_summary(FILE *f, const struct cli_report *r);
+/* Writes s[0..len) as a JSON string: escaped, invalid UTF-8 as U+FFFD. */
+void cli_json_string(FILE *f, const char *s, size_t len);
+
+#endif

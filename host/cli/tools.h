@@ -1,0 +1,51 @@
+/* maf-host's tools: a command run once per call (--tool NAME=COMMAND), or one long-lived
+ * tools server speaking newline-delimited JSON (--tools-server COMMAND, --tool NAME). Both
+ * run on the host, through the host's own /bin/sh. Every answer is bounded in bytes and in
+ * time, so a tool can refuse, fail or misbehave but never hang the run. */
+#ifndef MAFH_CLI_TOOLS_H
+#define MAFH_CLI_TOOLS_H
+
+#include <stddef.h>
+
+#include "cJSON.h"
+
+/* The outcome of one call: exactly one of value (owned, free with cJSON_Delete) and refusal
+ * (owned, malloc'd sentence) is set. */
+struct tool_answer {
+	cJSON *value;
+	char *refusal;
+};
+
+void tool_answer_clear(struct tool_answer *a);
+
+/* Runs `sh -c command` with args_json on its stdin; its stdout (at most out_max bytes) must
+ * be one JSON value. A non-zero exit is a refusal carrying the first line of its stderr.
+ * After timeout_ms the command's process group is killed and the call refused. name is used
+ * in sentences only. Returns 0 with *a filled, or -1 (out of memory; *a empty). */
+int tool_command_call(const char *name, const char *command, const char *args_json,
+		      size_t out_max, long long timeout_ms, struct tool_answer *a);
+
+struct tools_server;
+
+/* Starts `sh -c command` in its own process group, with pipes on its stdin and stdout (its
+ * stderr is ours). line_max bounds each answer line. Returns a server the caller ends with
+ * tools_server_free, or NULL with a sentence in err. */
+struct tools_server *tools_server_start(const char *command, size_t line_max, char *err,
+					size_t err_size);
+
+/* Sends {"id": N, "name": name, "arguments": args} and waits at most timeout_ms for
+ * {"id": N, "value": ...} or {"id": N, "refusal": "..."}. A server that has ended, answers
+ * garbage, a wrong id or too long a line, or is too slow is marked failed (and killed): this
+ * call and every later one are refused, and tools_server_error() says why. args is borrowed.
+ * Returns 0 with *a filled, or -1 (out of memory). */
+int tools_server_call(struct tools_server *s, const char *name, const cJSON *args,
+		      long long timeout_ms, struct tool_answer *a);
+
+/* The first failure of the server, a sentence, or NULL while it is healthy. Borrowed. */
+const char *tools_server_error(const struct tools_server *s);
+
+/* Closes the server's stdin, gives it a moment to exit, then kills its process group, and
+ * frees s. NULL is a no-op. */
+void tools_server_free(struct tools_server *s);
+
+#endif

@@ -1,0 +1,162 @@
+"""maf-host's command line: help, version, usage errors, the shim, output and exit codes."""
+import json
+import os
+import subprocess
+
+import pytest
+
+from conftest import HOST, host_run, host_tool
+
+RUN_OPTIONS = ["--tool", "--tools-server", "--param", "--tool-timeout", "--timeout",
+               "--max-calls", "--max-output-bytes", "--max-response-bytes", "--backend",
+               "--simulate-latency-ms", "--transport", "--egress", "--seccomp", "--landlock",
+               "--keep-run-dir", "--json", "--summary", "--help"]
+
+
+def mh(*args, **kw):
+    return subprocess.run([str(HOST), *args], capture_output=True, timeout=60, **kw)
+
+
+def test_help_lists_every_option(host):
+    p = mh("--help")
+    assert p.returncode == 0
+    text = p.stdout.decode()
+    for opt in RUN_OPTIONS + ["--version"]:
+        assert opt in text, opt
+    assert "run" in text and "shim" in text
+    p = mh("run", "--help")
+    assert p.returncode == 0
+    for opt in RUN_OPTIONS:
+        assert opt in p.stdout.decode(), opt
+    p = mh("shim", "--help")
+    assert p.returncode == 0 and "--tool" in p.stdout.decode()
+
+
+def test_version(host):
+    p = mh("--version")
+    assert p.returncode == 0
+    assert p.stdout.decode().startswith("maf-host ")
+
+
+@pytest.mark.parametrize("args,words", [
+    ([], "usage"),
+    (["frobnicate"], "unknown command"),
+    (["run"], "no PROGRAM"),
+    (["run", "--bogus", "x.py"], "unknown option"),
+    (["run", "--tool", "lookup", "x.py"], "no --tools-server"),
+    (["run", "--tools-server", "cat", "x.py"], "there is none"),
+    (["run", "--tool", "a=cat", "--tool", "a=cat", "x.py"], "twice"),
+    (["run", "--tool", "bad name=cat", "x.py"], "bad tool name"),
+    (["run", "--tool", "a=", "x.py"], "empty COMMAND"),
+    (["run", "--timeout", "soon", "x.py"], "--timeout"),
+    (["run", "--timeout", "-1", "x.py"], "--timeout"),
+    (["run", "--max-calls", "many", "x.py"], "--max-calls"),
+    (["run", "--transport", "stream", "x.py"], "--transport"),
+    (["run", "--backend", "docker:abc", "x.py"], "--backend"),
+    (["run", "--simulate-latency-ms", "fast", "x.py"], "--simulate-latency-ms"),
+    (["run", "--tool", "a=cat", "--param", "b:x:string", "x.py"], "no --tool b"),
+    (["run", "--tool", "a=cat", "--param", "a:x:float", "x.py"], "unknown type"),
+    (["run", "--tool", "a=cat", "--param", "a-x-string", "x.py"], "TOOL:NAME:TYPE"),
+    (["run", "--egress", "half", "x.py"], "--egress"),
+    (["run", "--timeout"], "needs a value"),
+    (["run", "/nonexistent/program.py"], "cannot open the program"),
+    (["shim", "--bogus"], "unknown option"),
+])
+def test_usage_errors_exit_2_with_one_clear_line(host, args, words):
+    p = mh(*args)
+    assert p.returncode == 2, (args, p)
+    err = p.stderr.decode()
+    assert words in err, err
+    if args:
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("maf-host"), err
+
+
+def test_shim_prints_a_python_module_with_wrappers(host, tmp_path):
+    p = mh("shim", "--tool", "lookup_state", "--tool=sum=cat", "--tool", "not-an-identifier")
+    assert p.returncode == 0, p.stderr
+    src = p.stdout.decode()
+    assert "HostToolError" in src and "def call" in src
+    mod = tmp_path / "maf_host_tools.py"
+    mod.write_text(src)
+    check = subprocess.run(
+        ["/usr/bin/python3", "-c",
+         "import maf_host_tools as m; print(callable(m.lookup_state), callable(m.sum), "
+         "hasattr(m, 'not-an-identifier'))"],
+        cwd=tmp_path, capture_output=True, timeout=30)
+    assert check.stdout.decode().split() == ["True", "True", "False"], check
+
+
+def test_output_and_exit_code_pass_through(host):
+    proc, _ = host_run("calls.py", "--tool", "echo=cat", json_out=False,
+                       args=[json.dumps([["echo", {"x": 1}]]), "7"])
+    assert proc.returncode == 7, proc.stderr
+    assert proc.stdout.decode().splitlines() == ['{"value": {"x": 1}}', "done"]
+
+
+def test_json_report_fields(host):
+    proc, rep = host_run("calls.py", "--tool", "echo=cat",
+                         args=[json.dumps([["echo", {"x": 1}], ["echo", {"y": [1, 2]}]])])
+    assert proc.returncode == 0, proc.stderr
+    for key in ("exit_code", "status", "output", "output_truncated", "calls", "ops",
+                "wall_ms", "refusals", "ops_total", "ops_per_call", "error"):
+        assert key in rep, key
+    assert rep["exit_code"] == 0 and rep["status"] == "exited"
+    assert rep["calls"] == 2 and rep["refusals"] == 0
+    assert set(rep["ops"]) >= {"exec", "read", "write", "stat"}
+    assert rep["ops_total"] == sum(rep["ops"][k] for k in ("exec", "read", "write", "stat"))
+    assert rep["output_truncated"] is False
+    assert rep["wall_ms"] > 0
+    assert rep["error"] is None
+    assert rep["record"]["seccomp"] == "default"
+
+
+def test_program_arguments_and_summary(host):
+    proc, _ = host_run("calls.py", "--summary", "--tool", "sum=" + host_tool("tool_sum.py"),
+                       json_out=False, args=[json.dumps([["sum", {"numbers": [1, 2, 3.5]}]])])
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.decode().splitlines()[0] == '{"value": 6.5}'
+    err = proc.stderr.decode()
+    assert "calls" in err and "exec" in err and "wall time" in err
+
+
+def test_output_truncation_is_reported(host, tmp_path):
+    prog = tmp_path / "loud.py"
+    prog.write_text("import sys\nsys.stdout.write('x' * 300000)\n")
+    proc, rep = host_run(prog, "--max-output-bytes", "1000")
+    assert proc.returncode == 0, proc.stderr
+    assert rep["output_truncated"] is True
+    assert 0 < len(rep["output"]) <= 1000
+
+
+def test_invalid_utf8_output_is_still_json(host, tmp_path):
+    prog = tmp_path / "bytes.py"
+    prog.write_text("import sys\nsys.stdout.buffer.write(b'a\\xff\\xfeb\\x00c\\n')\n")
+    proc, rep = host_run(prog)
+    assert rep is not None, proc.stdout
+    assert rep["output"].startswith("a\ufffd\ufffdb\x00c")
+
+
+def test_launch_failure_is_clear(host, tmp_path):
+    prog = tmp_path / "p.py"
+    prog.write_text("print('hi')\n")
+    env = dict(os.environ, MAF_LAUNCH=str(tmp_path / "no-launcher"))
+    p = subprocess.run([str(HOST), "run", str(prog)], capture_output=True, timeout=60, env=env)
+    assert p.returncode == 125
+    assert "launcher" in p.stderr.decode()
+
+
+def test_run_dir_is_reclaimed_unless_kept(host, tmp_path):
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = dict(os.environ, TMPDIR=str(tmp))
+    proc, rep = host_run("calls.py", "--tool", "echo=cat", args=["[]"], env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert list(tmp.iterdir()) == []
+    proc, rep = host_run("calls.py", "--keep-run-dir", "--tool", "echo=cat",
+                         args=[json.dumps([["echo", {}]])], env=env)
+    assert proc.returncode == 0, proc.stderr
+    kept = list(tmp.iterdir())
+    assert len(kept) == 1 and rep["run_dir"] == str(kept[0])
+    assert (kept[0] / "host_tools" / "host_tool_calls" / "0001.response.json").exists()
+    assert str(kept[0]) in proc.stderr.decode()
