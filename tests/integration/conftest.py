@@ -82,3 +82,51 @@ def run_reference(run_dir, timeout=30, **kw):
     (ht / "run_program.sh").write_bytes(REFERENCE.read_bytes())
     return subprocess.run(["sh", str(ht / "run_program.sh")], capture_output=True,
                           timeout=timeout, **kw)
+
+
+# maf-host: the CLI over libmafhost, and the programs and tools its tests use.
+HOST = BUILD / "maf-host"
+PROGRAMS = Path(__file__).resolve().parent / "programs"
+HOST_PYTHON = "/usr/bin/python3"  # tools and tools servers run on the host with this
+
+
+@pytest.fixture
+def host():
+    assert HOST.exists(), f"{HOST} is not built (run make)"
+    return str(HOST)
+
+
+def host_tool(script, *args):
+    """A COMMAND for --tool NAME=COMMAND or --tools-server: the host's python3 running
+    tests/integration/programs/SCRIPT ARGS, quoted for sh -c."""
+    import shlex
+
+    return " ".join(shlex.quote(str(a)) for a in (HOST_PYTHON, PROGRAMS / script, *args))
+
+
+def host_run(program, *opts, args=(), timeout=120, json_out=True, **kw):
+    """Runs `maf-host run [--json] OPTS PROGRAM -- ARGS` (PROGRAM relative to
+    tests/integration/programs unless absolute). Returns (CompletedProcess, the --json
+    report or None). The timeout is a safety net, not an assertion."""
+    prog = Path(program)
+    if not prog.is_absolute():
+        prog = PROGRAMS / prog
+    argv = [str(HOST), "run", *(["--json"] if json_out else []), *opts, str(prog), "--",
+            *map(str, args)]
+    proc = subprocess.run(argv, capture_output=True, timeout=timeout, **kw)
+    report = None
+    if json_out:
+        try:
+            report = json.loads(proc.stdout)
+        except ValueError:
+            pass
+    return proc, report
+
+
+def output_lines(report):
+    """The program's output lines that are JSON objects, parsed."""
+    out = []
+    for line in report["output"].splitlines():
+        if line.startswith("{"):
+            out.append(json.loads(line))
+    return out
