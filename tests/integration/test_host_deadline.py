@@ -1,0 +1,34 @@
+"""One deadline for the whole run: a program that never ends is stopped at --timeout, the
+output read before, status timeout, and no process of the run survives."""
+import time
+
+from conftest import host_run, pid_alive
+
+
+def test_program_that_never_ends_is_stopped_at_the_deadline(host):
+    t0 = time.monotonic()
+    proc, rep = host_run("forever.py", "--timeout", "3", timeout=60)
+    elapsed = time.monotonic() - t0
+    assert rep is not None, (proc.stdout, proc.stderr)
+    assert rep["status"] == "timeout", rep
+    assert proc.returncode == 124
+    assert "timed out" in proc.stderr.decode()
+    line = [ln for ln in rep["output"].splitlines() if ln.startswith("pids ")]
+    assert line, rep["output"]
+    pids = [int(p) for p in line[0].split()[1:]]
+    assert len(pids) == 3
+    if rep.get("supervisor_pid"):
+        pids.append(rep["supervisor_pid"])
+    deadline = time.monotonic() + 5
+    while any(pid_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [p for p in pids if pid_alive(p)]
+    assert elapsed < 30
+
+
+def test_deadline_also_bounds_a_slow_tool(host):
+    proc, rep = host_run("calls.py", "--timeout", "2", "--tool", "slow=sleep 60",
+                         args=['[["slow", {}]]'], timeout=60)
+    assert rep is not None, (proc.stdout, proc.stderr)
+    assert rep["wall_ms"] < 20000
+    assert rep["status"] in ("timeout", "exited"), rep
