@@ -6,11 +6,10 @@
 #                      $(BUILD)/fuzz/crash/. Fails if any target crashes, leaks or trips a
 #                      sanitizer, after running them all.
 #   make fuzz-smoke    replay the seeds only, once each (a second or so): a regression test.
-# Overrides: FUZZ_CC (clang), FUZZ_SECONDS, FUZZ_JOBS (parallel jobs per target, 1),
-# FUZZ_ARGS (more libFuzzer flags).
+# Overrides: FUZZ_CC (clang), FUZZ_SECONDS, FUZZ_ARGS (more libFuzzer flags; not -jobs,
+# whose workers write fuzz-N.log into the current directory).
 FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 20
-FUZZ_JOBS ?= 1
 FUZZ_ARGS ?=
 FUZZ_SAN := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	-fno-omit-frame-pointer
@@ -48,8 +47,8 @@ fuzz: $(FUZZ_BIN)
 		mkdir -p $(BUILD)/fuzz/corpus/$$n tests/fuzz/corpus/$$n; \
 		echo "== fuzz_$$n: $(FUZZ_SECONDS) s"; \
 		$(BUILD)/fuzz/fuzz_$$n -max_total_time=$(FUZZ_SECONDS) -timeout=10 \
-			-rss_limit_mb=2048 -print_final_stats=1 -jobs=$(FUZZ_JOBS) \
-			-workers=$(FUZZ_JOBS) -artifact_prefix=$(BUILD)/fuzz/crash/$$n- $(FUZZ_ARGS) \
+			-rss_limit_mb=2048 -print_final_stats=1 \
+			-artifact_prefix=$(BUILD)/fuzz/crash/$$n- $(FUZZ_ARGS) \
 			$(BUILD)/fuzz/corpus/$$n tests/fuzz/corpus/$$n \
 			> $(BUILD)/fuzz/$$n.log 2>&1 || failed="$$failed $$n"; \
 		grep -E '^stat::number_of_executed_units|^Done|ERROR|SUMMARY|^artifact_prefix|Test unit written' \
