@@ -1,0 +1,867 @@
+/* Unit tests for the sans-I/O core (host/src/run.c): the run is driven op by op with
+ * scripted results, on a fake clock. No process, no filesystem. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "mafhost.h"
+
+#define R "/tmp/run"
+#define CALLS R "/host_tools/host_tool_calls/"
+#define LAUNCH_OUT "{\"pid\":100,\"supervisor_pid\":42,\"session\":100}\nmaf-host-tools: session\n"
+#define RECORD "{\"status\":\"exited\",\"exit_code\":0,\"signal\":0,\"wall_ms\":5,\"cpu_ms\":1," \
+	"\"peak_rss_kb\":1,\"output_bytes\":5,\"output_truncated\":false,\"calls\":0," \
+	"\"seccomp\":\"default\",\"landlock\":\"off\"}"
+
+struct fixture {
+	struct mafh_registry *reg;
+	struct mafh_run *run;
+	int64_t now;
+	int tool_calls;
+};
+
+static int add_tool(const cJSON *args, cJSON **value_out, char *refusal, size_t refusal_size,
+		    void *ud)
+{
+	struct fixture *f = ud;
+	const cJSON *a = cJSON_GetObjectItemCaseSensitive(args, "a");
+
+	f->tool_calls++;
+	if (a->valuedouble < 0) {
+		snprintf(refusal, refusal_size, "a must not be negative");
+		return MAFH_TOOL_REFUSED;
+	}
+	*value_out = cJSON_CreateNumber(a->valuedouble + 1);
+	return MAFH_TOOL_VALUE;
+}
+
+static void setup_run(struct fixture *f, struct mafh_limits *lim, enum mafh_transport tr,
+		      int64_t timeout_ms)
+{
+	struct mafh_param ps[] = {{"a", MAFH_JSON_NUMBER, 1}};
+	struct mafh_tool t = {.size = sizeof(t), .name = "add", .description = "Adds one.",
+			      .params = ps, .n_params = 1, .fn = add_tool, .ud = f};
+	struct mafh_run_options o;
+	struct mafh_error err = {0};
+
+	memset(f, 0, sizeof(*f));
+	f->now = 1000;
+	assert_int_equal(mafh_registry_new(&f->reg), 0);
+	assert_int_equal(mafh_registry_add(f->reg, &t, &err), 0);
+	if (lim)
+		assert_int_equal(mafh_registry_set_limits(f->reg, lim, &err), 0);
+	mafh_run_options_init(&o);
+	o.run_dir = R "/";
+	o.program = "import maf_host_tools\n";
+	o.program_len = strlen(o.program);
+	o.transport = tr;
+	o.launcher = "/usr/bin/maf-launch";
+	o.timeout_ms = timeout_ms;
+	assert_int_equal(mafh_run_new_sansio(f->reg, MAFH_CAPS_REQUIRED | MAFH_CAP_BLOCKING_EXEC,
+					     &o, &f->run, &err), 0);
+}
+
+static void teardown_run(struct fixture *f)
+{
+	mafh_run_free(f->run);
+	mafh_registry_free(f->reg);
+}
+
+/* The next op that is not a WAIT_UNTIL (those are served by moving the fake clock). */
+static struct mafh_op next(struct fixture *f)
+{
+	struct mafh_op op;
+	struct mafh_op_result res;
+
+	for (;;) {
+		assert_int_equal(mafh_run_next_op(f->run, f->now, &op), 0);
+		if (op.kind != MAFH_OP_WAIT_UNTIL)
+			return op;
+		assert_true(op.until_ms > f->now);
+		f->now = op.until_ms;
+		mafh_op_result_init(&res, MAFH_OP_WAIT_UNTIL);
+		assert_int_equal(mafh_run_op_result(f->run, f->now, &res), 0);
+	}
+}
+
+static void give(struct fixture *f, struct mafh_op_result *res)
+{
+	f->now += 1;
+	assert_int_equal(mafh_run_op_result(f->run, f->now, res), 0);
+}
+
+static void give_write_ok(struct fixture *f)
+{
+	struct mafh_op_result res;
+
+	mafh_op_result_init(&res, MAFH_OP_WRITE);
+	give(f, &res);
+}
+
+static void give_read(struct fixture *f, enum mafh_read_status st, const char *data)
+{
+	struct mafh_op_result res;
+
+	mafh_op_result_init(&res, MAFH_OP_READ);
+	res.read.status = st;
+	res.read.data = (char *)data;
+	res.read.len = data ? strlen(data) : 0;
+	give(f, &res);
+}
+
+static void give_exec(struct fixture *f, int code, const char *out, const char *err)
+{
+	struct mafh_op_result res;
+
+	mafh_op_result_init(&res, MAFH_OP_EXEC);
+	res.exec.exit_code = code;
+	res.exec.out = (char *)out;
+	res.exec.out_len = out ? strlen(out) : 0;
+	res.exec.err = (char *)err;
+	res.exec.err_len = err ? strlen(err) : 0;
+	give(f, &res);
+}
+
+/* Runs the CALL op through its registered callback, as the blocking driver does. */
+static void give_call(struct fixture *f, const struct mafh_op *op)
+{
+	struct mafh_op_result res;
+	char refusal[256] = "";
+
+	assert_int_equal(op->kind, MAFH_OP_CALL);
+	mafh_op_result_init(&res, MAFH_OP_CALL);
+	res.call_rc = op->fn(op->arguments, &res.value, refusal, sizeof(refusal), op->ud);
+	res.refusal = refusal;
+	give(f, &res);
+}
+
+static void expect_path(const struct mafh_op *op, enum mafh_op_kind kind, const char *path)
+{
+	assert_int_equal(op->kind, kind);
+	assert_string_equal(op->path, path);
+}
+
+static const char *argv_after(const struct mafh_op *op, const char *flag)
+{
+	for (size_t i = 0; op->argv[i]; i++)
+		if (strcmp(op->argv[i], flag) == 0)
+			return op->argv[i + 1];
+	return NULL;
+}
+
+/* Writes the program and the shim, execs the launcher and gives it a good launch line. */
+static void start(struct fixture *f)
+{
+	struct mafh_op op;
+
+	op = next(f);
+	expect_path(&op, MAFH_OP_WRITE, R "/host_tools/program.py");
+	assert_int_equal(op.len, strlen("import maf_host_tools\n"));
+	give_write_ok(f);
+	op = next(f);
+	expect_path(&op, MAFH_OP_WRITE, R "/host_tools/maf_host_tools.py");
+	assert_non_null(strstr(op.data, "def call(name, /, **arguments):"));
+	give_write_ok(f);
+	op = next(f);
+	assert_int_equal(op.kind, MAFH_OP_EXEC);
+	assert_string_equal(op.argv[0], "/usr/bin/maf-launch");
+	assert_string_equal(op.argv[1], "run");
+	assert_string_equal(argv_after(&op, "--run-dir"), R);
+	assert_non_null(argv_after(&op, "--timeout"));
+	assert_string_equal(argv_after(&op, "--max-output-bytes"), "1048576");
+	assert_string_equal(argv_after(&op, "--"), "python3");
+	assert_string_equal(argv_after(&op, "python3"), R "/host_tools/program.py");
+	give_exec(f, 0, LAUNCH_OUT, "");
+	assert_int_equal(mafh_run_result(f->run)->supervisor_pid, 42);
+	assert_int_equal(mafh_run_result(f->run)->session, 1);
+}
+
+/* From the exit marker on: stop (which prints the record), output, reclaim. */
+static void finish_normally(struct fixture *f, const char *output)
+{
+	struct mafh_op op = next(f);
+
+	assert_int_equal(op.kind, MAFH_OP_EXEC);
+	assert_string_equal(op.argv[1], "stop");
+	assert_string_equal(argv_after(&op, "--supervisor-pid"), "42");
+	assert_string_equal(argv_after(&op, "--run-dir"), R);
+	give_exec(f, 0, RECORD "\n", "");
+	op = next(f);
+	expect_path(&op, MAFH_OP_READ, R "/host_tools/program_output.txt");
+	assert_int_equal(op.cap, 1u << 20);
+	give_read(f, MAFH_READ_OK, output);
+	op = next(f);
+	assert_int_equal(op.kind, MAFH_OP_EXEC);
+	assert_string_equal(op.argv[1], "reclaim");
+	give_exec(f, 0, "", "");
+	op = next(f);
+	assert_int_equal(op.kind, MAFH_OP_DONE);
+}
+
+/* Reads request N as absent until the exit marker is probed, which says code. */
+static void exit_with(struct fixture *f, long id, const char *code)
+{
+	char path[256];
+	struct mafh_op op;
+
+	snprintf(path, sizeof(path), CALLS "%04ld.request.json", id);
+	for (;;) {
+		op = next(f);
+		assert_int_equal(op.kind, MAFH_OP_READ);
+		if (strcmp(op.path, R "/host_tools/program_exit_code") == 0)
+			break;
+		assert_string_equal(op.path, path);
+		give_read(f, MAFH_READ_ABSENT, NULL);
+	}
+	assert_int_equal(op.cap, 32);
+	give_read(f, MAFH_READ_OK, code);
+}
+
+/* Serves request id with body; returns the response text written (static buffer). */
+static const char *serve(struct fixture *f, long id, const char *body, int expect_call)
+{
+	static char resp[4096];
+	char path[256];
+	struct mafh_op op;
+
+	snprintf(path, sizeof(path), CALLS "%04ld.request.json", id);
+	op = next(f);
+	expect_path(&op, MAFH_OP_READ, path);
+	give_read(f, MAFH_READ_OK, body);
+	op = next(f);
+	if (op.kind == MAFH_OP_READ && strcmp(op.path, path) == 0) {
+		/* A request that did not decode is looked at once more (maybe torn). */
+		give_read(f, MAFH_READ_OK, body);
+		op = next(f);
+	}
+	if (expect_call) {
+		assert_string_equal(op.tool, "add");
+		give_call(f, &op);
+		op = next(f);
+	} else {
+		assert_int_not_equal(op.kind, MAFH_OP_CALL);
+	}
+	snprintf(path, sizeof(path), CALLS "%04ld.response.json", id);
+	expect_path(&op, MAFH_OP_WRITE, path);
+	assert_true(op.len < sizeof(resp));
+	memcpy(resp, op.data, op.len);
+	resp[op.len] = '\0';
+	give_write_ok(f);
+	return resp;
+}
+
+static const char *req(long id, const char *args)
+{
+	static char buf[512];
+
+	snprintf(buf, sizeof(buf), "{\"id\": \"%04ld\", \"name\": \"add\", \"arguments\": %s}", id,
+		 args);
+	return buf;
+}
+
+/* ----------------------------------------------------------------------------------------- */
+
+static void test_capabilities_refused(void **state)
+{
+	struct mafh_registry *reg;
+	struct mafh_run_options o;
+	struct mafh_run *run = (struct mafh_run *)1;
+	struct mafh_error err = {0};
+
+	(void)state;
+	assert_int_equal(mafh_registry_new(&reg), 0);
+	mafh_run_options_init(&o);
+	o.run_dir = R;
+	o.program = "x";
+	o.program_len = 1;
+	assert_int_equal(mafh_run_new_sansio(reg, MAFH_CAP_EXEC | MAFH_CAP_FILES_IN |
+					     MAFH_CAP_DETACHED_EXEC, &o, &run, &err),
+			 MAFH_ENOTSUP);
+	assert_null(run);
+	assert_non_null(strstr(err.message, "FILES_OUT"));
+	assert_int_equal(mafh_run_new_sansio(reg, MAFH_CAPS_REQUIRED & ~MAFH_CAP_DETACHED_EXEC,
+					     &o, &run, &err), MAFH_ENOTSUP);
+	assert_non_null(strstr(err.message, "DETACHED_EXEC"));
+	assert_int_equal(mafh_run_new_sansio(reg, MAFH_CAPS_REQUIRED & ~MAFH_CAP_EXEC, &o, &run,
+					     &err), MAFH_ENOTSUP);
+	assert_non_null(strstr(err.message, "EXEC"));
+	o.transport = MAFH_TRANSPORT_WAIT;
+	assert_int_equal(mafh_run_new_sansio(reg, MAFH_CAPS_REQUIRED, &o, &run, &err),
+			 MAFH_ENOTSUP);
+	assert_non_null(strstr(err.message, "BLOCKING_EXEC"));
+	o.transport = MAFH_TRANSPORT_STREAM;
+	assert_int_equal(mafh_run_new_sansio(reg, ~0u, &o, &run, &err), MAFH_ENOTSUP);
+	/* Refused before anything: the registry is not sealed by a refused run. */
+	assert_false(mafh_registry_sealed(reg));
+	o.transport = MAFH_TRANSPORT_FILES;
+	o.run_dir = "relative/dir";
+	assert_int_equal(mafh_run_new_sansio(reg, ~0u, &o, &run, &err), MAFH_EINVAL);
+	o.run_dir = "/a/../b";
+	assert_int_equal(mafh_run_new_sansio(reg, ~0u, &o, &run, &err), MAFH_EINVAL);
+	o.run_dir = R;
+	o.egress = "sideways";
+	assert_int_equal(mafh_run_new_sansio(reg, ~0u, &o, &run, &err), MAFH_EINVAL);
+	o.egress = NULL;
+	assert_int_equal(mafh_run_new(reg, NULL, &o, &run, &err), MAFH_EINVAL);
+	mafh_registry_free(reg);
+}
+
+static void test_happy_path_files(void **state)
+{
+	struct fixture f;
+	const struct mafh_run_result *r;
+
+	(void)state;
+	setup_run(&f, NULL, MAFH_TRANSPORT_FILES, 60000);
+	start(&f);
+	assert_string_equal(serve(&f, 1, req(1, "{\"a\": 2}"), 1), "{\"value\":3}");
+	assert_string_equal(serve(&f, 2, req(2, "{\"a\": -1}"), 1),
+			    "{\"refusal\":\"a must not be negative\"}");
+	exit_with(&f, 3, "0");
+	finish_normally(&f, "hello");
+	r = mafh_run_result(f.run);
+	assert_int_equal(r->status, MAFH_RUN_EXITED);
+	assert_int_equal(r->exit_code, 0);
+	assert_int_equal(r->calls, 2);
+	assert_int_equal(r->refusals, 1);
+	assert_int_equal(f.tool_calls, 2);
+	assert_string_equal(r->output, "hello");
+	assert_int_equal(r->output_len, 5);
+	assert_true(r->record.have_record);
+	assert_string_equal(r->record.seccomp, "default");
+	assert_int_equal(r->ops.exec, 3);  /* run, stop, reclaim */
+	assert_int_equal(r->ops.write, 4); /* program, shim, two responses */
+	assert_true(r->ops.read >= 5);
+	assert_int_equal(r->ops.stat, 0);
+	assert_true(r->wall_ms > 0);
+	/* After DONE, DONE again. */
+	assert_int_equal(next(&f).kind, MAFH_OP_DONE);
+	teardown_run(&f);
+}
+
+static void test_torn_read(void **state)
+{
+	struct fixture f;
+	struct mafh_op op;
+
+	(void)state;
+	setup_run(&f, NULL, MAFH_TRANSPORT_FILES, 60000);
+	start(&f);
+	/* Seen half-written, then whole: served normally. */
+	op = next(&f);
+	expect_path(&op, MAFH_OP_READ, CALLS "0001.request.json");
+	give_read(&f, MAFH_READ_OK, "{\"id\": \"0001\", \"na");
+	op = next(&f);
+	expect_path(&op, MAFH_OP_READ, CALLS "0001.request.json");
+	give_read(&f, MAFH_READ_OK, req(1, "{\"a\": 1}"));
+	op = next(&f);
+	assert_int_equal(op.kind, MAFH_OP_CALL);
+	give_call(&f, &op);
+	op = next(&f);
+	expect_path(&op, MAFH_OP_WRITE, CALLS "0001.response.json");
+	give_write_ok(&f);
+	/* Still malformed on the second look: a refusal, and the program goes on. */
+	assert_string_equal(serve(&f, 2, "{\"id\": \"0002\", \"na", 0),
+			    "{\"refusal\":\"the request is not a JSON object\"}");
+	assert_string_equal(serve(&f, 3, req(3, "{\"a\": 5}"), 1), "{\"value\":6}");
+	exit_with(&f, 4, "0");
+	finish_normally(&f, "");
+	assert_int_equal(mafh_run_result(f.run)->calls, 3);
+	assert_int_equal(mafh_run_result(f.run)->refusals, 1);
+	teardown_run(&f);
+}
+
+static void test_bad_requests(void **state)
+{
+	struct fixture f;
+	struct mafh_op op;
+	const char *r;
+
+	(void)state;
+	setup_run(&f, NULL, MAFH_TRANSPORT_FILES, 60000);
+	start(&f);
+	/* Out of order: request 1 claims to be 2. */
+	r = serve(&f, 1, req(2, "{\"a\": 1}"), 0);
+	assert_non_null(strstr(r, "does not match its file name"));
+	/* Unknown tool, wrong type, missing argument, extra argument, not an object. */
+	r = serve(&f, 2, "{\"id\": \"0002\", \"name\": \"nope\", \"arguments\": {}}", 0);
+	assert_non_null(strstr(r, "no host tool named 'nope'"));
+	r = serve(&f, 3, req(3, "{\"a\": \"1\"}"), 0);
+	assert_non_null(strstr(r, "must be of JSON type number"));
+	r = serve(&f, 4, req(4, "{}"), 0);
+	assert_non_null(strstr(r, "needs the argument 'a'"));
+	r = serve(&f, 5, req(5, "{\"a\": 1, \"b\": 2}"), 0);
+	assert_non_null(strstr(r, "no parameter 'b'"));
+	r = serve(&f, 6, req(6, "[1]"), 0);
+	assert_non_null(strstr(r, "refusal"));
+	r = serve(&f, 7, "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1", 0);
+	assert_non_null(strstr(r, "refusal"));
+
+	/* Oversized: refused from the read's own cap, never read whole. */
+	op = next(&f);
+	expect_path(&op, MAFH_OP_READ, CALLS "0008.request.json");
+	assert_int_equal(op.cap, 1u << 20);
+	give_read(&f, MAFH_READ_TOO_BIG, NULL);
+	op = next(&f);
+	expect_path(&op, MAFH_OP_WRITE, CALLS "0008.response.json");
+	assert_non_null(strstr(op.data, "larger than 1048576 bytes"));
+	give_write_ok(&f);
+	/* A symlink, directory or FIFO. */
+	op = next(&f);
+	expect_path(&op, MAFH_OP_READ, CALLS "0009.request.json");
+	give_read(&f, MAFH_READ_NOT_REGULAR, NULL);
+	op = next(&f);
+	expect_path(&op, MAFH_OP_WRITE, CALLS "0009.response.json");
+	assert_non_null(strstr(op.data, "not a regular file"));
+	give_write_ok(&f);
+	/* Abandoned: stepped over, no response. */
+	op = next(&f);
+	expect_path(&op, MAFH_OP_READ, CALLS "0010.request.json");
+	give_read(&f, MAFH_READ_OK, "{\"id\": \"0010\", \"abandoned\": true}");
+	assert_string_equal(serve(&f, 11, req(11, "{\"a\": 1}"), 1), "{\"value\":2}");
+	exit_with(&f, 12, "3");
+	finish_normally(&f, "");
+	assert_int_equal(mafh_run_result(f.run)->exit_code, 3);
+	assert_int_equal(mafh_run_result(f.run)->calls, 10);
+	assert_int_equal(mafh_run_result(f.run)->refusals, 9);
+	assert_int_equal(f.tool_calls, 1);
+	teardown_run(&f);
+}
+
+static void test_budget_spent(void **state)
+{
+	struct fixture f;
+	struct mafh_limits lim;
+	const char *r;
+
+	(void)state;
+	mafh_limits_init(&lim);
+	lim.max_calls = 2;
+	setup_run(&f, &lim, MAFH_TRANSPORT_FILES, 60000);
+	start(&f);
+	/* A refusal counts against the budget. */
+	r = serve(&f, 1, req(1, "{\"a\": \"x\"}"), 0);
+	assert_non_null(strstr(r, "refusal"));
+	assert_string_equal(serve(&f, 2, req(2, "{\"a\": 1}"), 1), "{\"value\":2}");
+	r = serve(&f, 3, req(3, "{\"a\": 1}"), 0);
+	assert_non_null(strstr(r, "budget of 2 host-tool calls for this run is spent"));
+	r = serve(&f, 4, req(4, "{\"a\": 1}"), 0);
+	assert_non_null(strstr(r, "spent"));
+	exit_with(&f, 5, "0");
+	finish_normally(&f, "");
+	assert_int_equal(f.tool_calls, 1);
+	teardown_run(&f);
+}
+
+static int big_tool(const cJSON *args, cJSON **value_out, char *refusal, size_t refusal_size,
+		    void *ud)
+{
+	(void)args;
+	(void)refusal;
+	(void)refusal_size;
+	(void)ud;
+	*value_out = cJSON_CreateString("0123456789012345678901234567890123456789");
+	return MAFH_TOOL_VALUE;
+}
+
+static void test_oversized_response(void **state)
+{
+	struct fixture f;
+	struct mafh_limits lim;
+	struct mafh_op op;
+	struct mafh_op_result res;
+
+	(void)state;
+	mafh_limits_init(&lim);
+	lim.max_response_bytes = 30;
+	setup_run(&f, &lim, MAFH_TRANSPORT_FILES, 60000);
+	start(&f);
+	op = next(&f);
+	give_read(&f, MAFH_READ_OK, req(1, "{\"a\": 1}"));
+	op = next(&f);
+	assert_int_equal(op.kind, MAFH_OP_CALL);
+	mafh_op_result_init(&res, MAFH_OP_CALL);
+	res.call_rc = big_tool(op.arguments, &res.value, NULL, 0, NULL);
+	give(&f, &res);
+	op = next(&f);
+	expect_path(&op, MAFH_OP_WRITE, CALLS "0001.response.json");
+	assert_non_null(strstr(op.data, "more than the cap of 30 bytes"));
+	give_write_ok(&f);
+	/* A tool failure (negative code) is a refusal naming it. */
+	op = next(&f);
+	give_read(&f, MAFH_READ_OK, req(2, "{\"a\": 1}"));
+	op = next(&f);
+	mafh_op_result_init(&res, MAFH_OP_CALL);
+	res.call_rc = MAFH_EIO;
+	give(&f, &res);
+	op = next(&f);
+	assert_non_null(strstr(op.data, "the host tool 'add' failed"));
+	give_write_ok(&f);
+	exit_with(&f, 3, "0");
+	finish_normally(&f, "");
+	teardown_run(&f);
+}
+
+static void test_deadline(void **state)
+{
+	struct fixture f;
+	struct mafh_op op;
+	const struct mafh_run_result *r;
+	int reads = 0;
+
+	(void)state;
+	setup_run(&f, NULL, MAFH_TRANSPORT_FILES, 2000);
+	start(&f);
+	/* Nothing ever comes: the polls stay within the deadline, then the output is read,
+	 * then the run stopped. */
+	for (;;) {
+		op = next(&f);
+		assert_int_equal(op.kind, MAFH_OP_READ);
+		if (strcmp(op.path, R "/host_tools/program_output.txt") == 0)
+			break;
+		assert_true(f.now <= 1000 + 2000);
+		reads++;
+		give_read(&f, MAFH_READ_ABSENT, NULL);
+	}
+	/* Idle polling backs off: a couple of seconds cost a handful of reads. */
+	assert_true(reads >= 3 && reads <= 20);
+	give_read(&f, MAFH_READ_OK, "partial output");
+	op = next(&f);
+	assert_string_equal(op.argv[1], "stop");
+	give_exec(&f, 0, "", "");
+	/* stop printed no record: it is read from the file. */
+	op = next(&f);
+	expect_path(&op, MAFH_OP_READ, R "/host_tools/program_exit.json");
+	give_read(&f, MAFH_READ_ABSENT, NULL);
+	op = next(&f);
+	assert_string_equal(op.argv[1], "reclaim");
+	give_exec(&f, 0, "", "");
+	assert_int_equal(next(&f).kind, MAFH_OP_DONE);
+	r = mafh_run_result(f.run);
+	assert_int_equal(r->status, MAFH_RUN_TIMEOUT);
+	assert_int_equal(r->error.code, MAFH_ETIMEDOUT);
+	assert_string_equal(r->output, "partial output");
+	teardown_run(&f);
+}
+
+static void test_stop_and_busy(void **state)
+{
+	struct fixture f;
+	struct mafh_op op, op2;
+	struct mafh_op_result res;
+
+	(void)state;
+	setup_run(&f, NULL, MAFH_TRANSPORT_FILES, 60000);
+	start(&f);
+	op = next(&f);
+	/* One op at a time; a result of the wrong kind is refused. */
+	assert_int_equal(mafh_run_next_op(f.run, f.now, &op2), MAFH_EBUSY);
+	mafh_op_result_init(&res, MAFH_OP_WRITE);
+	assert_int_equal(mafh_run_op_result(f.run, f.now, &res), MAFH_EINVAL);
+	give_read(&f, MAFH_READ_ABSENT, NULL);
+	mafh_run_stop(f.run);
+	op = next(&f);
+	expect_path(&op, MAFH_OP_READ, R "/host_tools/program_output.txt");
+	give_read(&f, MAFH_READ_ABSENT, NULL);
+	op = next(&f);
+	assert_string_equal(op.argv[1], "stop");
+	give_exec(&f, 0, "{\"status\":\"stopped\",\"exit_code\":143,\"signal\":15}\n", "");
+	op = next(&f);
+	assert_string_equal(op.argv[1], "reclaim");
+	give_exec(&f, 0, "", "");
+	assert_int_equal(next(&f).kind, MAFH_OP_DONE);
+	assert_int_equal(mafh_run_result(f.run)->status, MAFH_RUN_STOPPED);
+	assert_int_equal(mafh_run_result(f.run)->exit_code, 143);
+	assert_string_equal(mafh_run_result(f.run)->record.status, "stopped");
+	teardown_run(&f);
+}
+
+static void test_launch_failed(void **state)
+{
+	struct fixture f;
+	struct mafh_op op;
+	const struct mafh_run_result *r;
+
+	(void)state;
+	setup_run(&f, NULL, MAFH_TRANSPORT_FILES, 60000);
+	op = next(&f);
+	give_write_ok(&f);
+	op = next(&f);
+	give_write_ok(&f);
+	op = next(&f);
+	assert_string_equal(op.argv[1], "run");
+	give_exec(&f, 127, "", "maf-launch run: python3: not found\nmore\n");
+	op = next(&f);
+	assert_string_equal(op.argv[1], "reclaim");
+	give_exec(&f, 0, "", "");
+	assert_int_equal(next(&f).kind, MAFH_OP_DONE);
+	r = mafh_run_result(f.run);
+	assert_int_equal(r->status, MAFH_RUN_LAUNCH_FAILED);
+	assert_int_equal(r->exit_code, 127);
+	assert_non_null(strstr(r->error.message, "python3: not found"));
+	assert_null(strstr(r->error.message, "more"));
+	teardown_run(&f);
+}
+
+static void test_bad_launch_line(void **state)
+{
+	struct fixture f;
+	struct mafh_op op;
+
+	(void)state;
+	setup_run(&f, NULL, MAFH_TRANSPORT_FILES, 60000);
+	next(&f);
+	give_write_ok(&f);
+	next(&f);
+	give_write_ok(&f);
+	next(&f);
+	/* A session line alone proves nothing and gives no supervisor to stop. */
+	give_exec(&f, 0, "maf-host-tools: session\n{\"pid\":\"x\"}\n", "");
+	op = next(&f);
+	assert_string_equal(op.argv[1], "reclaim");
+	give_exec(&f, 1, "", "busy");
+	assert_int_equal(next(&f).kind, MAFH_OP_DONE);
+	assert_int_equal(mafh_run_result(f.run)->status, MAFH_RUN_ERROR);
+	assert_int_equal(mafh_run_result(f.run)->error.code, MAFH_EPROTO);
+	teardown_run(&f);
+}
+
+static void test_backend_errors(void **state)
+{
+	struct fixture f;
+	struct mafh_op op;
+	struct mafh_op_result res;
+
+	(void)state;
+	setup_run(&f, NULL, MAFH_TRANSPORT_FILES, 60000);
+	start(&f);
+	op = next(&f);
+	give_read(&f, MAFH_READ_OK, req(1, "{\"a\": 1}"));
+	op = next(&f);
+	give_call(&f, &op);
+	op = next(&f);
+	/* The response path cannot be written (e.g. a directory planted there). */
+	mafh_op_result_init(&res, MAFH_OP_WRITE);
+	res.error = MAFH_EIO;
+	snprintf(res.detail.message, sizeof(res.detail.message), "Is a directory");
+	give(&f, &res);
+	op = next(&f);
+	expect_path(&op, MAFH_OP_READ, R "/host_tools/program_output.txt");
+	give_read(&f, MAFH_READ_TOO_BIG, NULL);
+	op = next(&f);
+	assert_string_equal(op.argv[1], "stop");
+	give_exec(&f, 1, "", "not the supervisor");
+	op = next(&f);
+	expect_path(&op, MAFH_OP_READ, R "/host_tools/program_exit.json");
+	give_read(&f, MAFH_READ_OK, "{not json");
+	op = next(&f);
+	assert_string_equal(op.argv[1], "reclaim");
+	give_exec(&f, 0, "", "");
+	assert_int_equal(next(&f).kind, MAFH_OP_DONE);
+	assert_int_equal(mafh_run_result(f.run)->status, MAFH_RUN_ERROR);
+	assert_non_null(strstr(mafh_run_result(f.run)->error.message, "0001.response.json"));
+	assert_true(mafh_run_result(f.run)->output_truncated);
+	assert_false(mafh_run_result(f.run)->record.have_record);
+	teardown_run(&f);
+}
+
+static void test_forged_marker(void **state)
+{
+	struct fixture f;
+	struct mafh_op op;
+
+	(void)state;
+	setup_run(&f, NULL, MAFH_TRANSPORT_FILES, 60000);
+	start(&f);
+	exit_with(&f, 1, "abc");
+	op = next(&f);
+	assert_string_equal(op.argv[1], "stop");
+	give_exec(&f, 0, "", "");
+	op = next(&f);
+	give_read(&f, MAFH_READ_ABSENT, NULL); /* record */
+	op = next(&f);
+	give_read(&f, MAFH_READ_ABSENT, NULL); /* output */
+	op = next(&f);
+	give_exec(&f, 0, "", "");
+	assert_int_equal(next(&f).kind, MAFH_OP_DONE);
+	assert_int_equal(mafh_run_result(f.run)->status, MAFH_RUN_ERROR);
+	assert_int_equal(mafh_run_result(f.run)->exit_code, -1);
+	assert_string_equal(mafh_run_result(f.run)->output, "");
+	teardown_run(&f);
+}
+
+static void give_wait_event(struct fixture *f, long expect_next, const char *text)
+{
+	char buf[32];
+	struct mafh_op op = next(f);
+
+	assert_int_equal(op.kind, MAFH_OP_EXEC);
+	assert_string_equal(op.argv[1], "wait");
+	snprintf(buf, sizeof(buf), "%ld", expect_next);
+	assert_string_equal(argv_after(&op, "--next"), buf);
+	assert_string_equal(argv_after(&op, "--max-bytes"), "1048576");
+	assert_non_null(argv_after(&op, "--timeout-ms"));
+	give_exec(f, 0, text, "");
+}
+
+static void test_wait_transport(void **state)
+{
+	struct fixture f;
+	struct mafh_op op;
+	char ev[1024];
+	const char *body = req(1, "{\"a\": 41}");
+
+	(void)state;
+	setup_run(&f, NULL, MAFH_TRANSPORT_AUTO, 60000);
+	start(&f);
+	give_wait_event(&f, 1, "{\"event\":\"timeout\"}\n");
+	snprintf(ev, sizeof(ev), "{\"event\":\"request\",\"id\":1,\"size\":%zu}\n%s", strlen(body),
+		 body);
+	give_wait_event(&f, 1, ev);
+	op = next(&f);
+	give_call(&f, &op);
+	op = next(&f);
+	expect_path(&op, MAFH_OP_WRITE, CALLS "0001.response.json");
+	assert_string_equal(op.data, "{\"value\":42}");
+	give_write_ok(&f);
+	give_wait_event(&f, 2, "{\"event\":\"request\",\"id\":2,\"size\":0,"
+			       "\"error\":\"not a regular file\"}\n");
+	op = next(&f);
+	expect_path(&op, MAFH_OP_WRITE, CALLS "0002.response.json");
+	assert_non_null(strstr(op.data, "not a regular file"));
+	give_write_ok(&f);
+	give_wait_event(&f, 3, "{\"event\":\"request\",\"id\":3,\"size\":52428800,"
+			       "\"oversized\":true}\n");
+	op = next(&f);
+	assert_non_null(strstr(op.data, "larger than"));
+	give_write_ok(&f);
+	/* A size that does not match the bytes is not trusted. */
+	give_wait_event(&f, 4, "{\"event\":\"request\",\"id\":4,\"size\":9}\n{}");
+	op = next(&f);
+	assert_non_null(strstr(op.data, "refusal"));
+	give_write_ok(&f);
+	give_wait_event(&f, 5, "{\"event\":\"exit\",\"size\":1}\n0");
+	finish_normally(&f, "out");
+	assert_int_equal(mafh_run_result(f.run)->status, MAFH_RUN_EXITED);
+	assert_int_equal(mafh_run_result(f.run)->calls, 4);
+	/* One exec per event, one write per answer. */
+	assert_int_equal(mafh_run_result(f.run)->ops.exec, 1 + 6 + 2);
+	assert_int_equal(mafh_run_result(f.run)->ops.read, 1);
+	teardown_run(&f);
+}
+
+static void test_wait_fallback(void **state)
+{
+	struct fixture f;
+	struct mafh_op op;
+
+	(void)state;
+	setup_run(&f, NULL, MAFH_TRANSPORT_WAIT, 60000);
+	start(&f);
+	op = next(&f);
+	assert_string_equal(op.argv[1], "wait");
+	give_exec(&f, 2, "", "unknown command 'wait'");
+	/* A launcher without wait: polling the files instead. */
+	assert_string_equal(serve(&f, 1, req(1, "{\"a\": 1}"), 1), "{\"value\":2}");
+	exit_with(&f, 2, "0");
+	finish_normally(&f, "");
+	teardown_run(&f);
+}
+
+static void test_wait_garbage(void **state)
+{
+	struct fixture f;
+	struct mafh_op op;
+
+	(void)state;
+	setup_run(&f, NULL, MAFH_TRANSPORT_WAIT, 60000);
+	start(&f);
+	give_wait_event(&f, 1, "{\"event\":\"timeout\"}\n");
+	give_wait_event(&f, 1, "garbage");
+	op = next(&f);
+	expect_path(&op, MAFH_OP_READ, R "/host_tools/program_output.txt");
+	give_read(&f, MAFH_READ_OK, "");
+	op = next(&f);
+	assert_string_equal(op.argv[1], "stop");
+	give_exec(&f, 0, RECORD, "");
+	op = next(&f);
+	assert_string_equal(op.argv[1], "reclaim");
+	give_exec(&f, 0, "", "");
+	assert_int_equal(next(&f).kind, MAFH_OP_DONE);
+	assert_int_equal(mafh_run_result(f.run)->status, MAFH_RUN_ERROR);
+	assert_int_equal(mafh_run_result(f.run)->error.code, MAFH_EPROTO);
+	teardown_run(&f);
+}
+
+static void test_keep_and_argv(void **state)
+{
+	struct mafh_registry *reg;
+	struct mafh_run_options o;
+	struct mafh_run *run;
+	struct mafh_op op;
+	struct mafh_op_result res;
+	const char *argv[] = {"/bin/prog", "--flag", NULL};
+
+	(void)state;
+	assert_int_equal(mafh_registry_new(&reg), 0);
+	mafh_run_options_init(&o);
+	o.run_dir = R;
+	o.argv = argv;
+	o.keep_run_dir = 1;
+	o.seccomp = "off";
+	o.egress = "open";
+	o.landlock = "off";
+	o.transport = MAFH_TRANSPORT_FILES;
+	assert_int_equal(mafh_run_new_sansio(reg, MAFH_CAPS_REQUIRED, &o, &run, NULL), 0);
+	/* No program: no writes, straight to the launcher with the caller's argv. */
+	assert_int_equal(mafh_run_next_op(run, 0, &op), 0);
+	assert_int_equal(op.kind, MAFH_OP_EXEC);
+	assert_string_equal(op.argv[0], "maf-launch");
+	{
+		size_t i = 0;
+
+		while (op.argv[i] && strcmp(op.argv[i], "--") != 0)
+			i++;
+		assert_string_equal(op.argv[i + 1], "/bin/prog");
+		assert_string_equal(op.argv[i + 2], "--flag");
+		assert_null(op.argv[i + 3]);
+	}
+	mafh_op_result_init(&res, MAFH_OP_EXEC);
+	res.exec.exit_code = 126;
+	assert_int_equal(mafh_run_op_result(run, 1, &res), 0);
+	/* keep_run_dir: no reclaim. */
+	assert_int_equal(mafh_run_next_op(run, 2, &op), 0);
+	assert_int_equal(op.kind, MAFH_OP_DONE);
+	mafh_run_free(run);
+	mafh_registry_free(reg);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_capabilities_refused),
+		cmocka_unit_test(test_happy_path_files),
+		cmocka_unit_test(test_torn_read),
+		cmocka_unit_test(test_bad_requests),
+		cmocka_unit_test(test_budget_spent),
+		cmocka_unit_test(test_oversized_response),
+		cmocka_unit_test(test_deadline),
+		cmocka_unit_test(test_stop_and_busy),
+		cmocka_unit_test(test_launch_failed),
+		cmocka_unit_test(test_bad_launch_line),
+		cmocka_unit_test(test_backend_errors),
+		cmocka_unit_test(test_forged_marker),
+		cmocka_unit_test(test_wait_transport),
+		cmocka_unit_test(test_wait_fallback),
+		cmocka_unit_test(test_wait_garbage),
+		cmocka_unit_test(test_keep_and_argv),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
