@@ -40,6 +40,7 @@
 #define WAIT_DEFAULT_MAX_BYTES (1ull << 20)
 #define WAIT_MAX_BYTES_CAP (1ull << 30)
 #define WAIT_TIMEOUT_MS_MAX 86400000ull
+#define WAIT_FALLBACK_MS 20
 #define WAIT_EVENTS (IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE | IN_ONLYDIR)
 
 static void usage(FILE *f)
@@ -122,17 +123,16 @@ static int exists_at(int dirfd, const char *name)
 }
 
 /* Watches the directory open as fd: through its /proc/self/fd link, which names the very
- * directory opened without following symlinks; by path where /proc is not mounted. */
-static void watch(int ino, int fd, const char *path)
+ * directory opened without following symlinks; by path where /proc is not mounted. Returns
+ * 0, or -1 with errno set. */
+static int watch(int ino, int fd, const char *path)
 {
 	char proc[64];
 
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
 	if (inotify_add_watch(ino, proc, WAIT_EVENTS) >= 0)
-		return;
-	if (inotify_add_watch(ino, path, WAIT_EVENTS | IN_DONT_FOLLOW) >= 0)
-		return;
-	die_errno(MAFP_EXIT_LAUNCHER, "cannot watch %s", path);
+		return 0;
+	return inotify_add_watch(ino, path, WAIT_EVENTS | IN_DONT_FOLLOW) >= 0 ? 0 : -1;
 }
 
 static int open_dir_at(int dirfd, const char *name, const char *shown)
@@ -152,7 +152,7 @@ int cmd_wait(int argc, char **argv)
 {
 	const char *run_dir = NULL, *v, *why;
 	unsigned long long next = 0, timeout_ms = 0, max_bytes = WAIT_DEFAULT_MAX_BYTES;
-	char request[64], prefix[64], path[MAFP_RUN_DIR_MAX + 64];
+	char request[64], prefix[64], ht_path[MAFP_RUN_DIR_MAX + 32], path[MAFP_RUN_DIR_MAX + 64];
 	int i, have_next = 0, have_timeout = 0, run_fd, ht_fd, calls_fd, ino;
 	long long deadline;
 
@@ -198,19 +198,24 @@ int cmd_wait(int argc, char **argv)
 			    "a file)", run_dir);
 		die_errno(MAFP_EXIT_LAUNCHER, "cannot open the run directory %s", run_dir);
 	}
-	snprintf(path, sizeof(path), "%s/%s", run_dir, MAFP_DIR_HOST_TOOLS);
-	ht_fd = open_dir_at(run_fd, MAFP_DIR_HOST_TOOLS, path);
+	snprintf(ht_path, sizeof(ht_path), "%s/%s", run_dir, MAFP_DIR_HOST_TOOLS);
+	ht_fd = open_dir_at(run_fd, MAFP_DIR_HOST_TOOLS, ht_path);
 	if (mkdirat(ht_fd, MAFP_DIR_CALLS, 0777) < 0 && errno != EEXIST)
-		die_errno(MAFP_EXIT_LAUNCHER, "cannot create %s/%s", path, MAFP_DIR_CALLS);
+		die_errno(MAFP_EXIT_LAUNCHER, "cannot create %s/%s", ht_path, MAFP_DIR_CALLS);
 	snprintf(path, sizeof(path), "%s/%s/%s", run_dir, MAFP_DIR_HOST_TOOLS, MAFP_DIR_CALLS);
 	calls_fd = open_dir_at(ht_fd, MAFP_DIR_CALLS, path);
 
 	ino = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-	if (ino < 0)
-		die_errno(MAFP_EXIT_LAUNCHER, "cannot create an inotify instance");
-	watch(ino, calls_fd, path);
-	snprintf(path, sizeof(path), "%s/%s", run_dir, MAFP_DIR_HOST_TOOLS);
-	watch(ino, ht_fd, path);
+	if (ino < 0 || watch(ino, calls_fd, path) < 0 ||
+	    watch(ino, ht_fd, ht_path) < 0) {
+		/* Out of inotify instances or watches (a per-user limit, 128 instances by
+		 * default): a slow look beats failing the run. */
+		warnx("cannot use inotify (%s); looking every %d ms instead", strerror(errno),
+		      WAIT_FALLBACK_MS);
+		if (ino >= 0)
+			close(ino);
+		ino = -1;
+	}
 
 	/* The watches are in place before the first look, so a file that appears after the
 	 * look wakes us; one that appeared before it is seen by it. */
@@ -235,10 +240,12 @@ int cmd_wait(int argc, char **argv)
 			emit("{\"event\":\"timeout\"}\n", NULL, 0);
 			return 0;
 		}
-		if (poll(&pf, 1, left > 3600000 ? 3600000 : (int)left) < 0 && errno != EINTR)
+		if (ino < 0 && left > WAIT_FALLBACK_MS)
+			left = WAIT_FALLBACK_MS;
+		if (poll(&pf, ino >= 0, left > 3600000 ? 3600000 : (int)left) < 0 && errno != EINTR)
 			die_errno(MAFP_EXIT_LAUNCHER, "cannot wait for inotify events");
 		/* Which file woke us does not matter: both are looked at again. */
-		while (read(ino, evbuf, sizeof(evbuf)) > 0)
+		while (ino >= 0 && read(ino, evbuf, sizeof(evbuf)) > 0)
 			;
 	}
 }

@@ -6,6 +6,7 @@ behaviour (which process exists, which file is left, which bytes were printed), 
 long something took; waits in the set-up only guard against a hang."""
 import json
 import os
+import resource
 import shutil
 import signal
 import stat
@@ -565,3 +566,14 @@ def test_help_of_each_command():
         assert res.returncode == 0
         assert res.stdout.startswith(f"usage: maf-launch {cmd} ".encode())
         assert b"Exit codes" in res.stdout
+
+
+def test_wait_without_inotify_still_answers(run_dir):
+    # Six descriptors: 0-2 and the three directories, none left for an inotify instance (as
+    # when the per-user instance limit is spent).
+    calls_dir(run_dir)
+    res = ml("wait", "--run-dir", run_dir, "--next", 1, "--timeout-ms", 100,
+             preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (6, 6)))
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == b'{"event":"timeout"}\n'
+    assert b"cannot use inotify" in res.stderr
