@@ -341,14 +341,15 @@ struct sink {
 	int fd;
 };
 
-/* Keeps at most cap bytes; the rest is drained and dropped so the child never blocks. */
+/* Keeps at most cap bytes; the rest is drained and dropped so the child never blocks.
+ * Returns 1 after data, 2 when nothing is ready now, 0 at end of file, -1 on error. */
 static int sink_read(struct sink *s)
 {
 	char tmp[16384];
 	ssize_t n = read(s->fd, tmp, sizeof(tmp));
 
 	if (n < 0)
-		return (errno == EINTR || errno == EAGAIN) ? 1 : -1;
+		return (errno == EINTR || errno == EAGAIN) ? 2 : -1;
 	if (n == 0)
 		return 0;
 	if (s->len < s->cap) {
@@ -455,16 +456,7 @@ static int local_exec(void *ctx, const char *const *argv, int64_t timeout_ms, si
 			waitpid(pid, NULL, 0);
 			goto fail_errno;
 		}
-		if (r == 0) {
-			/* A grandchild may hold the pipes open after the child is gone: stop
-			 * reading once the child has exited and nothing more is pending. */
-			if (!reaped && waitpid(pid, &status, WNOHANG) == pid)
-				reaped = 1;
-			if (reaped)
-				break;
-			continue;
-		}
-		for (int i = 0; i < nf; i++) {
+		for (int i = 0, any = r; i < nf && any > 0; i++) {
 			struct sink *s = pf[i].fd == so.fd ? &so : &se;
 
 			if (!(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
@@ -480,6 +472,17 @@ static int local_exec(void *ctx, const char *const *argv, int64_t timeout_ms, si
 				close(s->fd);
 				s->fd = -1;
 			}
+		}
+		/* A grandchild (the launcher's detached supervisor must not, but a careless
+		 * command may) can hold the pipes open after the child is gone: once the child
+		 * has exited, take what is already in the pipes and stop. */
+		if (!reaped && waitpid(pid, &status, WNOHANG) == pid) {
+			reaped = 1;
+			for (int k = 0; k < 64 && so.fd >= 0 && sink_read(&so) == 1; k++)
+				;
+			for (int k = 0; k < 64 && se.fd >= 0 && sink_read(&se) == 1; k++)
+				;
+			break;
 		}
 	}
 	if (so.fd >= 0)

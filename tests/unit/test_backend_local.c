@@ -1,0 +1,309 @@
+/* Unit tests for the local backend (host/backends/local.c) and the latency wrapper
+ * (host/backends/latency.c), in a temporary directory, and for the backend table checks. */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "mafhost.h"
+
+static char dir[256];
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(dir, sizeof(dir), "/tmp/mafh-test-XXXXXX");
+	return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	char cmd[300];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static const char *at(const char *rel)
+{
+	static char buf[4][512];
+	static int i;
+
+	i = (i + 1) % 4;
+	snprintf(buf[i], sizeof(buf[i]), "%s/%s", dir, rel);
+	return buf[i];
+}
+
+static struct mafh_backend *local(void)
+{
+	struct mafh_backend *b = NULL;
+
+	assert_int_equal(mafh_backend_local_new("/bin/true", &b), 0);
+	assert_non_null(b);
+	return b;
+}
+
+static void test_write_read(void **state)
+{
+	struct mafh_backend *b = local();
+	struct mafh_read_result rr;
+	struct mafh_stat st;
+	struct mafh_error err = {0};
+
+	(void)state;
+	assert_true((mafh_backend_caps(b) & MAFH_CAPS_REQUIRED) == MAFH_CAPS_REQUIRED);
+	assert_true(mafh_backend_caps(b) & MAFH_CAP_BLOCKING_EXEC);
+	assert_string_equal(mafh_backend_launcher_path(b), "/bin/true");
+	/* Missing parents are created. */
+	assert_int_equal(mafh_backend_write_file(b, at("a/b/c.txt"), "hello", 5, &err), 0);
+	assert_int_equal(mafh_backend_read_file(b, at("a/b/c.txt"), 100, &rr, &err), 0);
+	assert_int_equal(rr.status, MAFH_READ_OK);
+	assert_int_equal(rr.len, 5);
+	assert_memory_equal(rr.data, "hello", 5);
+	mafh_read_result_clear(&rr);
+	/* Replaced whole, and an empty file reads as empty. */
+	assert_int_equal(mafh_backend_write_file(b, at("a/b/c.txt"), "", 0, &err), 0);
+	assert_int_equal(mafh_backend_read_file(b, at("a/b/c.txt"), 100, &rr, &err), 0);
+	assert_int_equal(rr.status, MAFH_READ_OK);
+	assert_int_equal(rr.len, 0);
+	mafh_read_result_clear(&rr);
+	/* Absence is a status, also when a parent is missing. */
+	assert_int_equal(mafh_backend_read_file(b, at("a/b/none"), 100, &rr, &err), 0);
+	assert_int_equal(rr.status, MAFH_READ_ABSENT);
+	assert_int_equal(mafh_backend_read_file(b, at("x/y/none"), 100, &rr, &err), 0);
+	assert_int_equal(rr.status, MAFH_READ_ABSENT);
+	/* The cap. */
+	assert_int_equal(mafh_backend_write_file(b, at("big"), "0123456789", 10, &err), 0);
+	assert_int_equal(mafh_backend_read_file(b, at("big"), 9, &rr, &err), 0);
+	assert_int_equal(rr.status, MAFH_READ_TOO_BIG);
+	assert_null(rr.data);
+	assert_int_equal(mafh_backend_read_file(b, at("big"), 10, &rr, &err), 0);
+	assert_int_equal(rr.status, MAFH_READ_OK);
+	mafh_read_result_clear(&rr);
+	/* stat. */
+	assert_int_equal(mafh_backend_stat(b, at("big"), &st, &err), 0);
+	assert_true(st.exists);
+	assert_int_equal(st.size, 10);
+	assert_int_equal(st.type, MAFH_FILE_REGULAR);
+	assert_int_equal(mafh_backend_stat(b, at("a"), &st, &err), 0);
+	assert_int_equal(st.type, MAFH_FILE_DIR);
+	assert_int_equal(mafh_backend_stat(b, at("nothing"), &st, &err), 0);
+	assert_false(st.exists);
+	/* Relative paths are refused. */
+	assert_int_equal(mafh_backend_write_file(b, "rel/x", "", 0, &err), MAFH_EINVAL);
+	mafh_backend_free(b);
+}
+
+static void test_hostile_files(void **state)
+{
+	struct mafh_backend *b = local();
+	struct mafh_read_result rr;
+	struct mafh_stat st;
+	struct mafh_error err = {0};
+	char buf[64] = "";
+	int fd;
+
+	(void)state;
+	/* A symlink is never followed by a read... */
+	assert_int_equal(mafh_backend_write_file(b, at("secret"), "secret", 6, &err), 0);
+	assert_int_equal(symlink(at("secret"), at("link")), 0);
+	assert_int_equal(mafh_backend_read_file(b, at("link"), 100, &rr, &err), 0);
+	assert_int_equal(rr.status, MAFH_READ_NOT_REGULAR);
+	assert_int_equal(mafh_backend_stat(b, at("link"), &st, &err), 0);
+	assert_int_equal(st.type, MAFH_FILE_SYMLINK);
+	/* ...nor by a write: the link itself is replaced, the target untouched. */
+	assert_int_equal(mafh_backend_write_file(b, at("link"), "answer", 6, &err), 0);
+	fd = open(at("secret"), O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(read(fd, buf, sizeof(buf)), 6);
+	close(fd);
+	assert_memory_equal(buf, "secret", 6);
+	assert_int_equal(mafh_backend_stat(b, at("link"), &st, &err), 0);
+	assert_int_equal(st.type, MAFH_FILE_REGULAR);
+	/* A directory and a FIFO: refused at once, never blocking. */
+	assert_int_equal(mkdir(at("d"), 0755), 0);
+	assert_int_equal(mafh_backend_read_file(b, at("d"), 100, &rr, &err), 0);
+	assert_int_equal(rr.status, MAFH_READ_NOT_REGULAR);
+	assert_int_equal(mkfifo(at("fifo"), 0644), 0);
+	assert_int_equal(mafh_backend_read_file(b, at("fifo"), 100, &rr, &err), 0);
+	assert_int_equal(rr.status, MAFH_READ_NOT_REGULAR);
+	/* A write onto a planted directory fails cleanly and leaves no temporary file. */
+	assert_int_not_equal(mafh_backend_write_file(b, at("d"), "x", 1, &err), 0);
+	assert_non_null(strstr(err.message, "cannot write"));
+	assert_int_equal(rmdir(at("d")), 0);
+	/* A directory swapped for a symlink: reads and writes through it are refused. */
+	assert_int_equal(mkdir(at("real"), 0755), 0);
+	assert_int_equal(symlink(at("real"), at("via")), 0);
+	assert_int_not_equal(mafh_backend_write_file(b, at("via/f"), "x", 1, &err), 0);
+	assert_non_null(strstr(err.message, "symlink"));
+	assert_int_not_equal(mafh_backend_read_file(b, at("via/f"), 10, &rr, &err), 0);
+	assert_int_not_equal(access(at("real/f"), F_OK), 0);
+	mafh_backend_free(b);
+}
+
+static void test_exec(void **state)
+{
+	struct mafh_backend *b = local();
+	struct mafh_exec_result x;
+	struct mafh_error err = {0};
+	const char *echo[] = {"sh", "-c", "printf out; printf err >&2; exit 3", NULL};
+	const char *big[] = {"sh", "-c", "head -c 100000 /dev/zero", NULL};
+	const char *slow[] = {"sleep", "5", NULL};
+	const char *none[] = {"/nonexistent/prog", NULL};
+	const char *bg[] = {"sh", "-c", "sleep 5 & echo started", NULL};
+	struct timespec t0, t1;
+
+	(void)state;
+	assert_int_equal(mafh_backend_exec(b, echo, 5000, 1024, &x, &err), 0);
+	assert_int_equal(x.exit_code, 3);
+	assert_false(x.timed_out);
+	assert_int_equal(x.out_len, 3);
+	assert_memory_equal(x.out, "out", 3);
+	assert_int_equal(x.err_len, 3);
+	assert_memory_equal(x.err, "err", 3);
+	mafh_exec_result_clear(&x);
+	/* stdout past the cap is drained and dropped. */
+	assert_int_equal(mafh_backend_exec(b, big, 5000, 10, &x, &err), 0);
+	assert_int_equal(x.exit_code, 0);
+	assert_int_equal(x.out_len, 10);
+	mafh_exec_result_clear(&x);
+	/* The timeout kills. */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(mafh_backend_exec(b, slow, 200, 10, &x, &err), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	assert_true(x.timed_out);
+	assert_int_equal(x.exit_code, -1);
+	assert_true(t1.tv_sec - t0.tv_sec < 3);
+	mafh_exec_result_clear(&x);
+	/* Not found: 127, as env does. */
+	assert_int_equal(mafh_backend_exec(b, none, 5000, 10, &x, &err), 0);
+	assert_int_equal(x.exit_code, 127);
+	assert_non_null(strstr(x.err, "not found"));
+	mafh_exec_result_clear(&x);
+	/* A background process holding the pipes does not hold the exec. */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(mafh_backend_exec(b, bg, 10000, 100, &x, &err), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	assert_int_equal(x.exit_code, 0);
+	assert_true(t1.tv_sec - t0.tv_sec < 3);
+	mafh_exec_result_clear(&x);
+	assert_int_equal(mafh_backend_exec(b, (const char *[]){NULL}, 10, 10, &x, &err),
+			 MAFH_EINVAL);
+	mafh_backend_free(b);
+}
+
+static int64_t ms_since(const struct timespec *t0)
+{
+	struct timespec t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (int64_t)(t1.tv_sec - t0->tv_sec) * 1000 + (t1.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+static void test_latency(void **state)
+{
+	struct mafh_backend *b = NULL;
+	struct mafh_read_result rr;
+	struct mafh_stat st;
+	struct timespec t0;
+
+	(void)state;
+	assert_int_equal(mafh_backend_latency_new(local(), 30, &b), 0);
+	assert_string_equal(mafh_backend_launcher_path(b), "/bin/true");
+	assert_true((mafh_backend_caps(b) & MAFH_CAPS_REQUIRED) == MAFH_CAPS_REQUIRED);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(mafh_backend_write_file(b, at("lat"), "x", 1, NULL), 0);
+	assert_int_equal(mafh_backend_read_file(b, at("lat"), 10, &rr, NULL), 0);
+	assert_int_equal(rr.status, MAFH_READ_OK);
+	mafh_read_result_clear(&rr);
+	assert_int_equal(mafh_backend_stat(b, at("lat"), &st, NULL), 0);
+	assert_true(ms_since(&t0) >= 90);
+	mafh_backend_free(b);
+	/* Ownership of inner passes even on failure. */
+	assert_int_equal(mafh_backend_latency_new(local(), -1, &b), MAFH_EINVAL);
+	assert_null(b);
+}
+
+static int fake_exec(void *ctx, const char *const *argv, int64_t timeout_ms, size_t out_cap,
+		     struct mafh_exec_result *res, struct mafh_error *err)
+{
+	(void)ctx;
+	(void)argv;
+	(void)timeout_ms;
+	(void)out_cap;
+	(void)res;
+	(void)err;
+	return 0;
+}
+
+static int destroyed;
+
+static void fake_destroy(void *ctx)
+{
+	(void)ctx;
+	destroyed++;
+}
+
+static void test_table_checks(void **state)
+{
+	struct mafh_backend_ops ops;
+	struct mafh_backend *b = NULL;
+	struct mafh_error err = {0};
+	struct mafh_read_result rr;
+	struct mafh_registry *reg;
+	struct mafh_run_options o;
+	struct mafh_run *run = NULL;
+
+	(void)state;
+	memset(&ops, 0, sizeof(ops));
+	ops.size = sizeof(ops);
+	ops.caps = MAFH_CAP_EXEC | MAFH_CAP_FILES_IN;
+	ops.exec = fake_exec;
+	ops.destroy = fake_destroy;
+	/* FILES_IN declared without write_file: refused, ctx released. */
+	destroyed = 0;
+	assert_int_equal(mafh_backend_new(&ops, &b, &err), MAFH_EINVAL);
+	assert_int_equal(destroyed, 1);
+	ops.caps = MAFH_CAP_EXEC;
+	assert_int_equal(mafh_backend_new(&ops, &b, &err), 0);
+	assert_string_equal(mafh_backend_launcher_path(b), "maf-launch");
+	assert_int_equal(mafh_backend_read_file(b, "/x", 1, &rr, &err), MAFH_ENOTSUP);
+	assert_non_null(strstr(err.message, "FILES_OUT"));
+	/* A run over it is refused at creation, naming what is missing. */
+	assert_int_equal(mafh_registry_new(&reg), 0);
+	mafh_run_options_init(&o);
+	o.run_dir = "/tmp/r";
+	o.program = "";
+	assert_int_equal(mafh_run_new(reg, b, &o, &run, &err), MAFH_ENOTSUP);
+	assert_null(run);
+	assert_non_null(strstr(err.message, "FILES_IN"));
+	mafh_registry_free(reg);
+	mafh_backend_free(b);
+	assert_int_equal(destroyed, 2);
+	ops.size = 0;
+	assert_int_equal(mafh_backend_new(&ops, &b, &err), MAFH_EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_write_read, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hostile_files, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_exec, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_latency, setup, teardown),
+		cmocka_unit_test(test_table_checks),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
