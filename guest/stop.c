@@ -46,7 +46,8 @@ static void usage(FILE *f)
 	      "(so a recycled pid is never hit), P must run this maf-launch executable, lead\n"
 	      "its own session and be 'maf-launch run' with --run-dir R (trailing slashes\n"
 	      "aside). Then SIGTERM to P, which stops the run (status \"stopped\"); if P has not\n"
-	      "exited after the timeout, SIGKILL to its descendants and to P (no exit record).\n"
+	      "exited after the timeout, SIGKILL to its descendants and to P (the exit record\n"
+	      "may then be missing).\n"
 	      "Prints the exit record (R/host_tools/program_exit.json) if there is one.\n"
 	      "\n"
 	      "  --run-dir R          the run directory (required)\n"
@@ -400,8 +401,7 @@ int cmd_stop(int argc, char **argv)
 	}
 	if (!target_wait(&t, timeout_ms)) {
 		warnx("the supervisor %d did not end run %s within the timeout; killing every "
-		      "process of the run and the supervisor (no exit record will be written)",
-		      t.pid, run_dir);
+		      "process of the run and the supervisor", t.pid, run_dir);
 		if (t.pidfd < 0 && verify(t.pid, run_dir, &self, reason, sizeof(reason)) < 0) {
 			if (!target_exited(&t))
 				die(MAFP_EXIT_LAUNCHER, "process %d is no longer the supervisor of run "
