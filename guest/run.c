@@ -318,6 +318,11 @@ int cmd_run(int argc, char **argv)
 		supervise(&o, &d, pipefd[1]);
 	}
 	close(pipefd[1]);
+	/* The environment and the tool list are the supervisor's now. */
+	for (char **e = o.envp; *e; e++)
+		free(*e);
+	free(o.envp);
+	free(o.tools);
 	n = read_full(pipefd[0], &rep, sizeof(rep));
 	if (n != (ssize_t)sizeof(rep)) {
 		int st;
