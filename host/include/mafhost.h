@@ -312,7 +312,9 @@ int mafh_shim_source(const struct mafh_registry *reg, char **text, size_t *len,
 
 /* How requests are discovered. */
 enum mafh_transport {
-	MAFH_TRANSPORT_AUTO,   /* WAIT where the backend has MAFH_CAP_BLOCKING_EXEC, else FILES */
+	/* WAIT where the backend has MAFH_CAP_BLOCKING_EXEC, else FILES. WAIT (chosen or
+	 * automatic) falls back to FILES if the launcher has no `wait` (usage error, 2). */
+	MAFH_TRANSPORT_AUTO,
 	MAFH_TRANSPORT_FILES,  /* read-if-present polling of the request files */
 	MAFH_TRANSPORT_WAIT,   /* long-poll through `maf-launch wait` (needs BLOCKING_EXEC) */
 	MAFH_TRANSPORT_RELAY,  /* reserved: refused with MAFH_ENOTSUP for now */

@@ -947,8 +947,10 @@ static int serve_op(struct mafh_run *run, struct mafh_op *op)
 		int64_t slice = wait_slice(run);
 
 		build_wait(run, slice);
-		/* Room for the event line and the largest request it may print. */
-		op_exec(run, op, slice + run->exec_timeout_ms,
+		/* Room for the event line and the largest request it may print; the exec's own
+		 * overhead gets a few seconds past the slice, so the deadline is not overrun
+		 * by more than that. */
+		op_exec(run, op, slice + (run->exec_timeout_ms < 5000 ? run->exec_timeout_ms : 5000),
 			run->limits.max_request_bytes + WAIT_HEAD_MAX + 2);
 		run->pending = P_WAIT_EXEC;
 		return 1;
