@@ -1,8 +1,10 @@
 /* A wrapper that adds a fixed latency before every operation of another backend, one
  * operation at a time, to simulate a remote backend (each op a network round trip). */
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "internal.h"
 
@@ -16,9 +18,12 @@ struct latency {
  * way they would behind a single remote control plane. */
 static void enter(struct latency *l)
 {
+	struct timespec left = {.tv_sec = l->ms / 1000, .tv_nsec = (l->ms % 1000) * 1000000};
+
 	pthread_mutex_lock(&l->lock);
-	if (l->ms > 0)
-		mafh__sleep_until_ms(mafh__now_ms() + l->ms);
+	/* Relative and to the nanosecond: a whole-millisecond deadline could come short. */
+	while (l->ms > 0 && nanosleep(&left, &left) < 0 && errno == EINTR)
+		;
 }
 
 static void leave(struct latency *l)

@@ -347,7 +347,7 @@ struct mafh_run_options {
 	int write_shim;            /* with program: also write maf_host_tools.py (default 1) */
 	int64_t poll_min_ms;       /* files transport: fastest poll after activity (default 2) */
 	int64_t poll_max_ms;       /* files transport: slowest idle poll (default 200) */
-	int64_t wait_slice_ms;     /* wait transport: --timeout-ms of one wait (default 5000) */
+	int64_t wait_slice_ms;     /* wait transport: --timeout-ms of one wait (default 2000) */
 	/* Per-exec timeout for the launcher's short commands (run, stop, reclaim) (default
 	 * 30000, bounded by the deadline except for stop and reclaim). */
 	int64_t exec_timeout_ms;

@@ -9,12 +9,21 @@ static int64_t clock_now(const struct mafh_clock *c)
 	return c && c->now_ms ? c->now_ms(c->ud) : mafh__now_ms();
 }
 
-static void clock_sleep(const struct mafh_clock *c, int64_t until)
+/* The default sleep wakes every 50 ms to see whether mafh_run_stop was called from another
+ * thread, so a stop is not held up by an idle back-off. */
+static void clock_sleep(const struct mafh_run *run, const struct mafh_clock *c, int64_t until)
 {
-	if (c && c->sleep_until_ms)
+	if (c && c->sleep_until_ms) {
 		c->sleep_until_ms(until, c->ud);
-	else
-		mafh__sleep_until_ms(until);
+		return;
+	}
+	while (!mafh__run_stop_requested(run)) {
+		int64_t now = mafh__now_ms();
+
+		if (now >= until)
+			break;
+		mafh__sleep_until_ms(until - now > 50 ? now + 50 : until);
+	}
 }
 
 /* Runs a tool for a CALL op through its registered callback. */
@@ -64,7 +73,7 @@ static int step(struct mafh_run *run, struct mafh_backend *b, const struct mafh_
 		res.error = mafh_backend_stat(b, op.path, &res.stat, &res.detail);
 		break;
 	case MAFH_OP_WAIT_UNTIL:
-		clock_sleep(c, op.until_ms);
+		clock_sleep(run, c, op.until_ms);
 		break;
 	case MAFH_OP_CALL:
 		run_call(&op, &res, refusal, sizeof(refusal));

@@ -43,6 +43,8 @@ const struct mafh__tool *mafh__registry_find(const struct mafh_registry *reg, co
 
 /* The backend a run was made with (NULL for a sans-I/O run). */
 struct mafh_backend *mafh__run_backend(const struct mafh_run *run);
+/* 1 once mafh_run_stop was called. */
+int mafh__run_stop_requested(const struct mafh_run *run);
 
 /* Monotonic milliseconds (CLOCK_MONOTONIC). */
 int64_t mafh__now_ms(void);

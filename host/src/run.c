@@ -202,7 +202,7 @@ void mafh_run_options_init(struct mafh_run_options *opts)
 	opts->write_shim = 1;
 	opts->poll_min_ms = 2;
 	opts->poll_max_ms = 200;
-	opts->wait_slice_ms = 5000;
+	opts->wait_slice_ms = 2000;
 	opts->exec_timeout_ms = 30000;
 }
 
@@ -1399,4 +1399,9 @@ int mafh_run_op_result(struct mafh_run *run, int64_t now_ms, const struct mafh_o
 struct mafh_backend *mafh__run_backend(const struct mafh_run *run)
 {
 	return run->backend;
+}
+
+int mafh__run_stop_requested(const struct mafh_run *run)
+{
+	return atomic_load(&((struct mafh_run *)run)->stop_requested);
 }
