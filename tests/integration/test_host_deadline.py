@@ -32,3 +32,25 @@ def test_deadline_also_bounds_a_slow_tool(host):
     assert rep is not None, (proc.stdout, proc.stderr)
     assert rep["wall_ms"] < 20000
     assert rep["status"] in ("timeout", "exited"), rep
+
+
+def test_sigint_stops_the_run_cleanly(host):
+    import json
+    import signal
+    import subprocess
+
+    from conftest import PROGRAMS
+
+    p = subprocess.Popen([host, "run", "--json", str(PROGRAMS / "forever.py")],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(2)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    rep = json.loads(out)
+    assert rep["status"] == "stopped", rep
+    assert "stopped" in err.decode()
+    pids = [int(x) for x in rep["output"].split("pids", 1)[1].split()]
+    deadline = time.monotonic() + 5
+    while any(pid_alive(x) for x in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [x for x in pids if pid_alive(x)]
