@@ -294,7 +294,7 @@ static int tool_fn(const cJSON *args, cJSON **value_out, char *refusal, size_t r
 
 		if (tools_server_call(c->server, t->name, args, ms, &a) < 0)
 			return MAFH_ENOMEM;
-		if (tools_server_error(c->server) && !c->server_error[0])
+		if (tools_server_error(c->server) && !c->server_error[0] && !tools_cancel)
 			snprintf(c->server_error, sizeof(c->server_error), "%s",
 				 tools_server_error(c->server));
 		return answer(&a, value_out, refusal, refusal_size);
@@ -400,6 +400,8 @@ static void on_stop_signal(int sig)
 {
 	int saved = errno;
 	char c = (char)sig;
+
+	tools_cancel = 1;
 
 	if (write(stop_pipe[1], &c, 1) < 0) {
 		/* Nothing to do: the pipe is full or gone, the run is already stopping. */
@@ -708,7 +710,7 @@ int cmd_run(int argc, char **argv)
 			pthread_join(watcher, NULL);
 	}
 	if (c.server) {
-		if (tools_server_error(c.server) && !c.server_error[0])
+		if (tools_server_error(c.server) && !c.server_error[0] && !tools_cancel)
 			snprintf(c.server_error, sizeof(c.server_error), "%s",
 				 tools_server_error(c.server));
 		tools_server_free(c.server);

@@ -16,7 +16,10 @@
 
 #define STDERR_KEEP 4096        /* bytes of a tool's stderr kept for its refusal */
 #define REFUSAL_MAX 1000        /* bytes of a sentence taken from a tool */
+#define SLICE_MS 100            /* how often a waiting call looks at tools_cancel */
 #define LINGER_MS 200           /* pipes held open past the shell's exit */
+
+volatile sig_atomic_t tools_cancel;
 
 static long long mono_ms(void)
 {
@@ -209,7 +212,7 @@ int tool_command_call(const char *name, const char *command, const char *args_js
 	struct buf out = {NULL, 0, out_max, 0}, err = {NULL, 0, STDERR_KEEP, 0};
 	size_t in_len = strlen(args_json), in_off = 0;
 	long long deadline = mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
-	int st = 0, rc = -1, timed_out = 0, out_over = 0, reaped = 0;
+	int st = 0, rc = -1, timed_out = 0, out_over = 0, reaped = 0, cancelled = 0;
 	long long reaped_at = 0;
 	char words[64], line[REFUSAL_MAX + 1];
 
@@ -229,6 +232,10 @@ int tool_command_call(const char *name, const char *command, const char *args_js
 
 		if (left <= 0) {
 			timed_out = 1;
+			break;
+		}
+		if (tools_cancel) {
+			cancelled = 1;
 			break;
 		}
 		/* A background process of the tool may hold its stdout open after the shell has
@@ -275,13 +282,15 @@ int tool_command_call(const char *name, const char *command, const char *args_js
 				close_fd(&c.err);
 		}
 	}
-	if (timed_out || out_over) {
+	if (timed_out || out_over || cancelled) {
 		if (reaped) {
 			kill(-c.pid, SIGKILL);
 		} else {
 			kill_reap(&c);
 		}
-		if (timed_out)
+		if (cancelled)
+			rc = refuse(a, "the tool %s was cut short: the run is stopping", name);
+		else if (timed_out)
 			rc = refuse(a, "the tool %s did not answer within %lld ms", name, timeout_ms);
 		else
 			rc = refuse(a, "the tool %s printed more than %zu bytes", name, out_max);
@@ -428,7 +437,9 @@ static int write_line(struct tools_server *s, const char *line, size_t len, long
 
 		if (left <= 0)
 			return -2;
-		r = poll(&pf, 1, left > 1000 ? 1000 : (int)left);
+		if (tools_cancel)
+			return -5;
+		r = poll(&pf, 1, left > SLICE_MS ? SLICE_MS : (int)left);
 		if (r < 0 && errno != EINTR)
 			return -1;
 		if (r <= 0)
@@ -445,7 +456,7 @@ static int write_line(struct tools_server *s, const char *line, size_t len, long
 }
 
 /* Reads one line (without its newline) into *line. Returns 0, -1 at EOF or error, -2 on
- * timeout, -3 when the line is longer than line_max, -4 out of memory. */
+ * timeout, -3 when the line is longer than line_max, -4 out of memory, -5 cancelled. */
 static int read_line(struct tools_server *s, char **line, size_t *len, long long deadline)
 {
 	struct buf b = {s->pending, s->pending_len, s->line_max + 1, 0};
@@ -466,11 +477,11 @@ static int read_line(struct tools_server *s, char **line, size_t *len, long long
 			return -3;
 		}
 		left = deadline - mono_ms();
-		if (left <= 0) {
+		if (left <= 0 || tools_cancel) {
 			free(b.data);
-			return -2;
+			return left <= 0 ? -2 : -5;
 		}
-		r = poll(&pf, 1, left > 1000 ? 1000 : (int)left);
+		r = poll(&pf, 1, left > SLICE_MS ? SLICE_MS : (int)left);
 		if (r < 0 && errno != EINTR) {
 			free(b.data);
 			return -1;
@@ -556,6 +567,11 @@ int tools_server_call(struct tools_server *s, const char *name, const cJSON *arg
 	framed[text_len + 1] = '\0';
 
 	r = write_line(s, framed, text_len + 1, deadline);
+	if (r == -5) {
+		server_fail(s, "the tools server was stopped: the run is stopping");
+		rc = refuse(a, "the tool %s was cut short: the run is stopping", name);
+		goto out;
+	}
 	if (r == -2) {
 		server_fail(s, "the tools server did not take call %lld (%s) within %lld ms", my_id,
 			    name, timeout_ms);
@@ -570,6 +586,11 @@ int tools_server_call(struct tools_server *s, const char *name, const cJSON *arg
 	r = read_line(s, &line, &line_len, deadline);
 	if (r == -4)
 		goto out;
+	if (r == -5) {
+		server_fail(s, "the tools server was stopped: the run is stopping");
+		rc = refuse(a, "the tool %s was cut short: the run is stopping", name);
+		goto out;
+	}
 	if (r == -1)
 		server_ended(s, "without answering a call");
 	else if (r == -2)

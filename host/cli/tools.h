@@ -5,9 +5,14 @@
 #ifndef MAFH_CLI_TOOLS_H
 #define MAFH_CLI_TOOLS_H
 
+#include <signal.h>
 #include <stddef.h>
 
 #include "cJSON.h"
+
+/* Set (from a signal handler, say) to cut short the call in progress and refuse every later
+ * one: the run is stopping. Calls notice it within about 100 ms. */
+extern volatile sig_atomic_t tools_cancel;
 
 /* The outcome of one call: exactly one of value (owned, free with cJSON_Delete) and refusal
  * (owned, malloc'd sentence) is set. */
