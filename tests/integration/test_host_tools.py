@@ -112,3 +112,17 @@ def test_wait_and_files_transports(host):
                              args=[calls(*[("echo", {"i": i}) for i in range(3)])])
         assert proc.returncode == 0, (transport, proc.stderr)
         assert output_lines(rep) == [{"value": {"i": i}} for i in range(3)], transport
+
+
+def test_command_tool_output_cap_and_stray_background_process(host):
+    proc, rep = host_run(
+        "calls.py", "--max-response-bytes", "10000",
+        "--tool", "flood=head -c 200000 /dev/zero | tr '\\0' 7",
+        "--tool", "stray=(sleep 30 &); echo '\"answered\"'",
+        args=[calls(("flood", {}), ("stray", {}))], timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    out = output_lines(rep)
+    assert "refusal" in out[0] and "10000" in out[0]["refusal"], out
+    # The shell has exited; a background process holding stdout must not stall the call.
+    assert out[1] == {"value": "answered"}
+    assert rep["wall_ms"] < 15000
