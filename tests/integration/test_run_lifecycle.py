@@ -43,8 +43,8 @@ def test_caller_reading_pipes_to_eof_returns_while_program_runs(run_dir):
     assert pid_alive(info["pid"]), "the program should still be running"
     assert pid_alive(info["supervisor_pid"]), "the supervisor should stay with the program"
     assert not marker.exists(), "the exit marker must not exist while the program runs"
-    assert (run_dir / HOST_TOOLS / "program_pid").read_text() == str(info["pid"])
     assert wait_exit(run_dir) == "0"
+    assert (run_dir / HOST_TOOLS / "program_pid").read_text() == str(info["pid"])
     assert (run_dir / HOST_TOOLS / "program_output.txt").read_text() == "done\n"
 
 
