@@ -384,7 +384,16 @@ int cmd_stop(int argc, char **argv)
 	if (target_exited(&t))
 		return already_gone(&t, run_dir);
 	if (verify(t.pid, run_dir, &self, reason, sizeof(reason)) < 0) {
-		/* A supervisor that exited just now fails the checks as a zombie. */
+		/* A supervisor that exited just now fails the checks as a zombie, and one still
+		 * exiting (it publishes the exit marker, then exits) fails them too, since its
+		 * /proc/P/exe goes before it is a zombie: give an exiting process a moment. Nothing
+		 * is signalled either way. */
+		if (t.pidfd >= 0) {
+			struct pollfd pf = {.fd = t.pidfd, .events = POLLIN};
+
+			while (poll(&pf, 1, 1000) < 0 && errno == EINTR)
+				;
+		}
 		if (target_exited(&t))
 			return already_gone(&t, run_dir);
 		die(STOP_EXIT_NOT_SUPERVISOR, "process %d is not the supervisor of run %s: %s; "
