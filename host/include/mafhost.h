@@ -270,7 +270,8 @@ void mafh_limits_init(struct mafh_limits *lim);
 struct mafh_registry;
 
 /* A new empty registry with default limits. The caller frees *out with mafh_registry_free,
- * after every run over it is freed. */
+ * after every run over it is freed. A sealed registry is only read: runs in different
+ * threads may share it (the tools' callbacks must then be thread-safe themselves). */
 int mafh_registry_new(struct mafh_registry **out);
 void mafh_registry_free(struct mafh_registry *reg);
 /* Registers a tool; tool and its strings and params are copied. MAFH_EPERM once sealed,
