@@ -139,7 +139,11 @@ def test_both_streams_interleaved(run_dir):
     assert rec["output_bytes"] == len(expected)
 
 
-def test_python_environment(run_dir):
+@pytest.mark.parametrize("name", ["run", "run dir with spaces, 'quotes' and *?[glob]"],
+                         ids=["plain", "odd-characters"])
+def test_python_environment(tmp_path, name):
+    run_dir = tmp_path / name
+    run_dir.mkdir()
     r = str(run_dir)
     inherited = [
         "relative/dir",          # dropped: not absolute
@@ -157,13 +161,18 @@ def test_python_environment(run_dir):
         f"{r}-sibling",          # kept: outside R, only a common prefix
         "./rel",                 # dropped
         "/",                     # kept
+        "//x",                   # dropped: //
+        "/...",                  # kept: not a dot component
+        "/a/.hidden",            # kept
+        "/a/..b",                # kept
     ]
     env = dict(os.environ, PYTHONPATH=":".join(inherited), PYTHONUNBUFFERED="0",
                PYTHONNOUSERSITE="")
     ref, ref_files, ours, our_files, rec = run_both(run_dir, ENV_REPORT, env=env)
     assert_same_files(ref_files, our_files)
     assert_session_line(ref, ours)
-    pp = ":".join([f"{r}/{HOST_TOOLS}", "/usr/lib/kept", "/opt/kept2/", f"{r}-sibling", "/"])
+    pp = ":".join([f"{r}/{HOST_TOOLS}", "/usr/lib/kept", "/opt/kept2/", f"{r}-sibling", "/",
+                   "/...", "/a/.hidden", "/a/..b"])
     text = our_files[f"{HOST_TOOLS}/program_output.txt"].decode()
     assert f"PYTHONPATH={pp!r}\n" in text
     assert "PYTHONUNBUFFERED='1'\n" in text

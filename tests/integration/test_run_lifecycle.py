@@ -85,6 +85,34 @@ def test_program_holds_none_of_the_callers_descriptors(run_dir):
     assert len([f for f in fds[3:] if f != channel]) == 1, out
 
 
+CLOSED_FDS_BUG = pytest.mark.xfail(strict=True, reason=(
+    "launcher bug: started with two or more of descriptors 0-2 closed, open_dirs "
+    "(guest/run.c) gets the run directory's descriptors as 0-2 and the supervisor's "
+    "dup2(/dev/null, 0..2) (guest/supervise.c, supervise()) overwrites them: the launch "
+    "fails with 125 'cannot enter the work directory: Not a directory', where the shell "
+    "launcher runs the program"))
+
+
+@pytest.mark.parametrize("closed", [
+    "<&-", ">&-", "2>&-",
+    pytest.param(">&- 2>&-", marks=CLOSED_FDS_BUG),
+    pytest.param("<&- >&-", marks=CLOSED_FDS_BUG),
+    pytest.param("<&- 2>&-", marks=CLOSED_FDS_BUG),
+    pytest.param("<&- >&- 2>&-", marks=CLOSED_FDS_BUG),
+])
+def test_caller_with_closed_standard_descriptors(run_dir, launcher, closed):
+    # Some exec implementations start the command with stdin (or more) closed; the program
+    # must run all the same, as it does under the shell launcher.
+    proc = subprocess.run(
+        ["sh", "-c", f'exec "$@" {closed}', "sh", launcher, "run", "--run-dir", str(run_dir),
+         "--", "sh", "-c", "echo hi; pwd"], capture_output=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    assert wait_exit(run_dir) == "0"
+    assert (run_dir / HOST_TOOLS / "program_output.txt").read_text() == \
+        f"hi\n{run_dir}/work\n"
+    assert exit_record(run_dir)["status"] == "exited"
+
+
 # --- Timeout ------------------------------------------------------------------------------
 
 def test_timeout_kills_a_program_that_ignores_sigterm(run_dir):
