@@ -813,8 +813,11 @@ static void schedule_after_miss(struct mafh_run *run)
 {
 	int64_t base = (int64_t)(run->gap_est_ms / 4), iv, quiet, top;
 
-	if (run->misses == 1 && run->last_answer_ms) {
-		/* Looked too early right after an answer: learn a longer gap. */
+	if (run->misses == 1 && run->last_answer_ms && run->lat_est_ms >= 2.0) {
+		/* Looked too early right after an answer: learn a longer gap. Only where a look
+		 * is costly: where it is cheap, the quick retry below already realigns the
+		 * first look with the program's cadence (the shim's 50 ms poll), and a longer
+		 * gap would push answers past the shim's next poll. */
 		run->gap_est_ms = run->gap_est_ms * 1.5;
 		if (run->gap_est_ms > run->poll_max_ms)
 			run->gap_est_ms = (double)run->poll_max_ms;
