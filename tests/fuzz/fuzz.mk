@@ -32,6 +32,8 @@ $(BUILD)/fuzz/obj/%.o: %.c $(TP_STAMP) $(wildcard shared/*.h guest/*.h)
 
 FUZZ_OBJ := $(BUILD)/fuzz/obj/cJSON.o $(BUILD)/fuzz/obj/shared/protocol.o \
 	$(BUILD)/fuzz/obj/guest/tree.o $(BUILD)/fuzz/obj/guest/util.o
+# Made by pattern rules for a pattern rule: make would delete them as intermediate files.
+.SECONDARY: $(FUZZ_OBJ)
 
 $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(wildcard tests/fuzz/*.h) $(FUZZ_OBJ)
 	@mkdir -p $(dir $@)

@@ -1,6 +1,7 @@
 /* libFuzzer target: mafp_json_parse, the gate of every guest-written JSON document.
- * Oracle: an accepted document has no NUL byte, fits the cap, nests at most
- * MAFP_JSON_DEPTH_MAX deep, and prints to JSON that parses back to an equal tree. */
+ * Oracle: an accepted document has no NUL byte, raw or escaped as \u0000 in a string (cJSON
+ * would cut the string there), fits the cap, nests at most MAFP_JSON_DEPTH_MAX deep, and
+ * prints to JSON that parses back to an equal tree. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,25 @@ static int depth(const cJSON *j)
 	return d + 1;
 }
 
+static int has_escaped_nul(const uint8_t *d, size_t n)
+{
+	int in_string = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (!in_string) {
+			in_string = d[i] == '"';
+		} else if (d[i] == '"') {
+			in_string = 0;
+		} else if (d[i] == '\\') {
+			if (i + 5 < n && d[i + 1] == 'u' && memcmp(d + i + 2, "0000", 4) == 0)
+				return 1;
+			i++;
+		}
+	}
+	return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char *buf, *printed;
@@ -39,7 +59,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	free(buf);
 	if (!j)
 		return 0;
-	if (size == 0 || size > FUZZ_MAX || memchr(data, '\0', size))
+	if (size == 0 || size > FUZZ_MAX || memchr(data, '\0', size) ||
+	    has_escaped_nul(data, size))
 		abort();
 	if (depth(j) > MAFP_JSON_DEPTH_MAX)
 		abort();

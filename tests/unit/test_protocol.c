@@ -422,6 +422,15 @@ static void test_json_parse_embedded_nul(void **state)
 	JSON_BAD("{\"a\":\"b\0c\"}");
 	JSON_BAD("\0{}");
 	JSON_BAD("{\"a\0\":1}");
+	/* Escaped as \u0000, in a value or a key: cJSON would cut the string there. */
+	JSON_BAD("{\"a\":\"b\\u0000c\"}");
+	JSON_BAD("[\"\\u0000\"]");
+	JSON_BAD("{\"k\\u0000ey\":1}");
+	JSON_BAD("\"\\u0000\"");
+	JSON_BAD("\"\\u00001\"");
+	/* Not a NUL: an escaped backslash followed by the text u0000, other code points. */
+	JSON_OK("{\"a\":\"\\\\u0000\"}");
+	JSON_OK("[\"\\u0001\",\"\\u0010\",\"\\u0100\",\"u0000\"]");
 }
 
 static char *nested(int depth, const char *open, const char *close, const char *inner)
