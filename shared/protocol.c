@@ -67,11 +67,12 @@ int mafp_call_file_name(char *buf, size_t size, long id, const char *suffix)
 
 int mafp_marker_parse(const char *buf, size_t len, long min, long max, long *out)
 {
-	long v = 0;
+	unsigned long v = 0, lim;
 	size_t i = 0;
+	long r;
 	int neg = 0;
 
-	if (len == 0 || len > MAFP_MARKER_MAX)
+	if (len == 0 || len > MAFP_MARKER_MAX || min > max)
 		return -1;
 	if (buf[0] == '-') {
 		if (min >= 0)
@@ -81,18 +82,28 @@ int mafp_marker_parse(const char *buf, size_t len, long min, long max, long *out
 	}
 	if (i == len)
 		return -1;
+	/* The magnitude is accumulated unsigned against the bound on its side, so neither
+	 * LONG_MIN nor LONG_MAX can overflow. */
+	if (neg)
+		lim = (unsigned long)(-(min + 1)) + 1;
+	else if (max < 0)
+		return -1;
+	else
+		lim = (unsigned long)max;
 	for (; i < len; i++) {
+		unsigned long d;
+
 		if (buf[i] < '0' || buf[i] > '9')
 			return -1;
-		if (v > (max > -min ? max : -min) / 10)
+		d = (unsigned long)(buf[i] - '0');
+		if (d > lim || v > (lim - d) / 10)
 			return -1;
-		v = v * 10 + (buf[i] - '0');
+		v = v * 10 + d;
 	}
-	if (neg)
-		v = -v;
-	if (v < min || v > max)
+	r = neg ? (v == 0 ? 0 : -(long)(v - 1) - 1) : (long)v;
+	if (r < min || r > max)
 		return -1;
-	*out = v;
+	*out = r;
 	return 0;
 }
 
