@@ -4,6 +4,7 @@ import json
 import os
 import re
 import subprocess
+import time
 
 import pytest
 
@@ -95,6 +96,10 @@ def run_processes(run_dir):
 
 def test_failed_launch_does_not_leave_a_supervisor(run_dir, tmp_path):
     launch_failure(run_dir, str(tmp_path / "nothing"), 127, r"not found")
+    # The supervisor reports, then exits: it may take a moment to go, never forever.
+    deadline = time.monotonic() + 10
+    while run_processes(run_dir) and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert run_processes(run_dir) == []
 
 

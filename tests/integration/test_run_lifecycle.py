@@ -85,6 +85,27 @@ def test_program_holds_none_of_the_callers_descriptors(run_dir):
     assert len([f for f in fds[3:] if f != channel]) == 1, out
 
 
+def test_no_process_of_the_run_holds_a_callers_extra_descriptor(run_dir):
+    # A descriptor the caller passed beyond 0-2 (a pipe it reads to EOF, say) is held neither
+    # by the supervisor nor by the program.
+    r, w = os.pipe()
+    try:
+        proc = launch(run_dir, "sleep", "1000", opts=["--timeout", "60"], pass_fds=(w,))
+        assert proc.returncode == 0, proc.stderr
+        info = launch_info(proc)
+        pipe = f"pipe:[{os.fstat(w).st_ino}]"
+        try:
+            for pid in (info["supervisor_pid"], info["pid"]):
+                links = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
+                assert pipe not in links, (pid, links)
+        finally:
+            os.kill(info["pid"], 9)
+        assert wait_exit(run_dir) == "137"
+    finally:
+        os.close(r)
+        os.close(w)
+
+
 CLOSED_FDS_BUG = pytest.mark.xfail(strict=True, reason=(
     "launcher bug: started with two or more of descriptors 0-2 closed, open_dirs "
     "(guest/run.c) gets the run directory's descriptors as 0-2 and the supervisor's "
