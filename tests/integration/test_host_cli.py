@@ -87,8 +87,6 @@ def test_shim_prints_a_python_module_with_wrappers(host, tmp_path):
     assert check.stdout.decode().split() == ["True", "True", "False"], check
 
 
-@pytest.mark.xfail(reason="libmafhost's shim ends with `del _name, _doc`, a NameError when no "
-                   "tool is registered (host/src/shim.c)", strict=False)
 def test_program_importing_the_shim_with_no_tools(host, tmp_path):
     prog = tmp_path / "p.py"
     prog.write_text("import maf_host_tools\nprint('imported')\n")
