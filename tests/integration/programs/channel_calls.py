@@ -1,0 +1,63 @@
+"""Runs in the sandbox: calls `add` through the generated shim in the way argv[1] names
+(sequential, threads, fork, mixed), checks every answer is its own, and prints one JSON line
+{"mode", "ok", "bad", "channel"}; "channel" says whether MAF_HOST_TOOLS_FD was set."""
+import json
+import os
+import sys
+import threading
+
+from maf_host_tools import HostToolError, add, call
+
+mode = sys.argv[1]
+bad = []
+ok = 0
+
+
+def check(i, j):
+    global ok
+    got = add(a=i * 1000, b=j)
+    if got == i * 1000 + j:
+        ok += 1
+    else:
+        bad.append([i, j, got])
+
+
+if mode == "sequential":
+    for j in range(20):
+        check(0, j)
+elif mode == "threads":
+    ts = [threading.Thread(target=lambda i=i: [check(i, j) for j in range(4)]) for i in range(8)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+elif mode == "fork":
+    kids = []
+    for i in range(4):
+        pid = os.fork()
+        if pid == 0:
+            try:
+                check(i, 1)
+                check(i, 2)
+            except Exception:
+                os._exit(1)
+            os._exit(0 if not bad else 1)
+        kids.append(pid)
+    codes = [os.waitstatus_to_exitcode(os.waitpid(p, 0)[1]) for p in kids]
+    ok = 2 * codes.count(0)
+    bad = [c for c in codes if c]
+elif mode == "mixed":
+    # A channel call, then a legacy call from a thread that lost the channel variable's
+    # meaning: the shim falls back to the files when the descriptor is gone.
+    check(1, 1)
+    fd = int(os.environ["MAF_HOST_TOOLS_FD"])
+    os.close(fd)
+    import maf_host_tools
+    maf_host_tools._local.conn = None
+    check(2, 2)
+    try:
+        call("nope")
+    except HostToolError as e:
+        print(json.dumps({"refusal": str(e)}))
+print(json.dumps({"mode": mode, "ok": ok, "bad": bad,
+                  "channel": "MAF_HOST_TOOLS_FD" in os.environ}))

@@ -1,0 +1,35 @@
+"""Programs calling through the generated shim, which uses the launcher's channel, served by
+libmafhost over the local backend; and a legacy-file program beside a channel one."""
+import json
+
+import pytest
+
+from conftest import host_run, host_tool, output_lines
+
+ADD = ["--tools-server", host_tool("tools_server.py", "ok"), "--tool", "add", "--tool", "echo"]
+
+
+def summary(rep):
+    return [o for o in output_lines(rep) if "mode" in o][-1]
+
+
+@pytest.mark.parametrize("mode,calls", [("sequential", 20), ("threads", 32), ("fork", 8)])
+def test_shim_calls_through_the_channel(host, mode, calls):
+    proc, rep = host_run("channel_calls.py", *ADD, "--max-calls", "64", args=[mode])
+    assert proc.returncode == 0, (proc.stderr, rep and rep["output"])
+    s = summary(rep)
+    assert s == {"mode": mode, "ok": calls, "bad": [], "channel": True}
+    assert rep["calls"] == calls
+    # Every call went through the launcher's channel: its record counts them.
+    assert rep["record"]["calls"] == calls
+
+
+def test_channel_and_legacy_files_served_by_the_same_host(host):
+    proc, rep = host_run("channel_calls.py", *ADD, args=["mixed"])
+    assert proc.returncode == 0, (proc.stderr, rep and rep["output"])
+    lines = output_lines(rep)
+    assert lines[0] == {"refusal": "unknown tool 'nope'"} or "nope" in lines[0]["refusal"]
+    assert summary(rep)["ok"] == 2 and summary(rep)["bad"] == []
+    assert rep["calls"] == 3
+    # One call through the channel; the other two from the shim's own files.
+    assert rep["record"]["calls"] == 1
