@@ -1,6 +1,6 @@
 /* libFuzzer target: mafp_marker_parse, the reader of program_pid, program_session,
  * program_exit_code and of call ids in file names. The first byte picks the bounds (those the
- * callers use, and the widest the contract allows short of LONG_MIN); the rest is the marker.
+ * callers use, and the widest the contract allows); the rest is the marker.
  * Oracle: an accepted marker is [-]digits, within the bounds, at most MAFP_MARKER_MAX bytes,
  * and strtol agrees with the value. */
 #include <errno.h>
@@ -21,6 +21,9 @@ static const struct {
 	{-1, 0},
 	{0, LONG_MAX},
 	{-LONG_MAX, LONG_MAX},
+	{LONG_MIN, LONG_MAX},
+	{LONG_MIN, 0},
+	{5, 4},                         /* empty: nothing is accepted */
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
