@@ -229,6 +229,11 @@ static void test_marker_parse_range_and_overflow(void **state)
 	marker_bad("2147483648", 1, INT_MAX);
 	marker_bad("99999999999999999999", 0, 255);
 	marker_bad("99999999999999999999999999999999", 0, INT_MAX);
+	/* An empty range accepts nothing; a range of negatives takes no positive. */
+	marker_bad("5", 5, 4);
+	marker_bad("5", -10, -1);
+	marker_bad("0", -10, -1);
+	marker_ok("-1", -10, -1, -1);
 }
 
 /* Bounds at LONG_MAX: the overflow check lets v reach LONG_MAX / 10 and then computes
