@@ -183,8 +183,11 @@ def test_python_environment(tmp_path, name):
     assert text.endswith("stderr is unbuffered too\n")
 
 
-def test_python_environment_without_pythonpath(run_dir):
+@pytest.mark.parametrize("inherited", [None, "", ":::"], ids=["unset", "empty", "colons"])
+def test_python_environment_without_pythonpath(run_dir, inherited):
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    if inherited is not None:
+        env["PYTHONPATH"] = inherited
     ref, ref_files, ours, our_files, rec = run_both(run_dir, ENV_REPORT, env=env)
     assert_same_files(ref_files, our_files)
     text = our_files[f"{HOST_TOOLS}/program_output.txt"].decode()

@@ -322,6 +322,15 @@ def test_output_cap_boundary(run_dir, size, truncated):
     assert rec["output_truncated"] is truncated
 
 
+def test_output_cap_of_zero_keeps_nothing_and_says_so(run_dir):
+    proc = launch(run_dir, "echo", "hi", opts=["--max-output-bytes", "0"])
+    assert proc.returncode == 0, proc.stderr
+    assert wait_exit(run_dir) == "0"
+    assert (run_dir / HOST_TOOLS / "program_output.txt").read_bytes() == b""
+    rec = exit_record(run_dir)
+    assert rec["output_bytes"] == 3 and rec["output_truncated"] is True
+
+
 def test_output_of_a_killed_descendant_is_kept(run_dir):
     # Output written by a grandchild before the run ends reaches the file (the supervisor
     # drains the pipe after ending the tree).
