@@ -110,7 +110,9 @@ int mafh_backend_latency_new(struct mafh_backend *inner, int64_t latency_ms,
 	pthread_mutex_init(&l->lock, NULL);
 	memset(&ops, 0, sizeof(ops));
 	ops.size = sizeof(ops);
-	ops.caps = mafh_backend_caps(inner);
+	/* No wait_change: the backends this simulates have no notification (the host can
+	 * only poll), and a run over the wrapper should pace its looks as it would there. */
+	ops.caps = mafh_backend_caps(inner) & ~MAFH_CAP_WAIT_CHANGE;
 	ops.ctx = l;
 	ops.launcher_path = mafh_backend_launcher_path(inner);
 	ops.exec = lat_exec;

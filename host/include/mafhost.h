@@ -87,6 +87,9 @@ struct mafh_error {
 #define MAFH_CAP_FILES_OUT (1u << 2)     /* read_file and stat (the pull surface) */
 #define MAFH_CAP_DETACHED_EXEC (1u << 3) /* a process exec'd may outlive the exec call */
 #define MAFH_CAP_BLOCKING_EXEC (1u << 4) /* exec may block long: enables `maf-launch wait` */
+/* Added after 0.1.0: wait_change (below) can block until a file may have appeared, so the
+ * files transport wakes on a change instead of polling. Optional; never required. */
+#define MAFH_CAP_WAIT_CHANGE (1u << 5)
 /* What every run needs. */
 #define MAFH_CAPS_REQUIRED (MAFH_CAP_EXEC | MAFH_CAP_FILES_IN | MAFH_CAP_FILES_OUT | \
 			    MAFH_CAP_DETACHED_EXEC)
@@ -164,6 +167,18 @@ struct mafh_backend_ops {
 	int (*stat)(void *ctx, const char *path, struct mafh_stat *st, struct mafh_error *err);
 	/* Releases ctx; called once by mafh_backend_free. May be NULL. */
 	void (*destroy)(void *ctx);
+	/* Added after 0.1.0, optional (a table whose size field ends before it has none; it is
+	 * required only with MAFH_CAP_WAIT_CHANGE). Blocks until one of names may have appeared
+	 * or changed in dir, or about timeout_ms passed. names is NULL-terminated, each relative
+	 * to dir: a file name, or SUB/NAME for a file in a subdirectory of dir (which may not
+	 * exist yet: its creation counts as a change). Returns 1 when one of them may be there
+	 * now (one that already exists returns 1 at once; a false alarm is allowed, the caller
+	 * looks and waits again), 0 once timeout_ms passed with nothing seen, or a negative
+	 * code (the caller then sleeps instead). A hint only: the caller still reads through
+	 * read_file, so a wait_change that follows a planted symlink can only wake it early.
+	 * dir and names are borrowed for the duration of the call. */
+	int (*wait_change)(void *ctx, const char *dir, const char *const *names,
+			   int64_t timeout_ms, struct mafh_error *err);
 };
 
 struct mafh_backend;
@@ -191,18 +206,30 @@ int mafh_backend_read_file(struct mafh_backend *b, const char *path, size_t cap,
 			   struct mafh_read_result *res, struct mafh_error *err);
 int mafh_backend_stat(struct mafh_backend *b, const char *path, struct mafh_stat *st,
 		      struct mafh_error *err);
+/* Added after 0.1.0: ops.wait_change (1 maybe changed, 0 timed out, or a negative code);
+ * MAFH_ENOTSUP without MAFH_CAP_WAIT_CHANGE or without the function (mafh_backend_new does
+ * not check this one: a table that declares the capability without it simply polls). */
+int mafh_backend_wait_change(struct mafh_backend *b, const char *dir, const char *const *names,
+			     int64_t timeout_ms, struct mafh_error *err);
 
 /* The local backend: the run directory is on this machine. exec is fork/execvp of argv with
  * pipes and a timeout; files are the filesystem: write_file goes through a temporary name
  * and rename (a symlink planted at path is replaced, never followed), read_file refuses
  * symlinks (O_NOFOLLOW) and non-regular files (O_NONBLOCK + fstat: a FIFO never blocks) and
- * caps the read. Caps: all of MAFH_CAP_*. launcher_path is copied (NULL: "maf-launch").
- * The caller frees *out with mafh_backend_free. */
+ * caps the read. wait_change is inotify (IN_CREATE, IN_MOVED_TO, IN_CLOSE_WRITE on dir and
+ * the subdirectories named; directories opened without following symlinks; the inotify
+ * descriptor and watches kept for the last dir waited on, so a wait costs no setup), or a
+ * look every few milliseconds where inotify is unavailable. Caps: all of MAFH_CAP_*.
+ * launcher_path is copied (NULL: "maf-launch"). The caller frees *out with
+ * mafh_backend_free. */
 int mafh_backend_local_new(const char *launcher_path, struct mafh_backend **out);
 
 /* A wrapper that sleeps latency_ms before every operation of inner, one operation at a time
  * (a mutex serialises them), to simulate a remote backend. Takes ownership of inner: it is
- * freed with the wrapper, or at once if this fails. Same caps and launcher as inner. */
+ * freed with the wrapper, or at once if this fails. Same caps and launcher as inner, less
+ * MAFH_CAP_WAIT_CHANGE: a remote backend has no notification (the host can only poll), so
+ * the wrapper does not pass wait_change through and a run over it polls as it would over
+ * the remote backend it simulates. */
 int mafh_backend_latency_new(struct mafh_backend *inner, int64_t latency_ms,
 			     struct mafh_backend **out);
 
@@ -313,10 +340,13 @@ int mafh_shim_source(const struct mafh_registry *reg, char **text, size_t *len,
 
 /* How requests are discovered. */
 enum mafh_transport {
-	/* WAIT where the backend has MAFH_CAP_BLOCKING_EXEC, else FILES. WAIT (chosen or
+	/* FILES where the backend has MAFH_CAP_WAIT_CHANGE (no exec per call, no poll delay),
+	 * else WAIT where it has MAFH_CAP_BLOCKING_EXEC, else FILES. WAIT (chosen or
 	 * automatic) falls back to FILES if the launcher has no `wait` (usage error, 2). */
 	MAFH_TRANSPORT_AUTO,
-	MAFH_TRANSPORT_FILES,  /* read-if-present polling of the request files */
+	/* read-if-present of the request files: adaptive polling, or, with
+	 * MAFH_CAP_WAIT_CHANGE, a look each time wait_change says a file may have appeared */
+	MAFH_TRANSPORT_FILES,
 	MAFH_TRANSPORT_WAIT,   /* long-poll through `maf-launch wait` (needs BLOCKING_EXEC) */
 	MAFH_TRANSPORT_RELAY,  /* reserved: refused with MAFH_ENOTSUP for now */
 	MAFH_TRANSPORT_STREAM, /* reserved: refused with MAFH_ENOTSUP for now */
@@ -441,7 +471,8 @@ enum mafh_op_kind {
 	MAFH_OP_READ,       /* read-if-present of path with cap */
 	MAFH_OP_WRITE,      /* write data[0..len) to path */
 	MAFH_OP_STAT,       /* stat path */
-	MAFH_OP_WAIT_UNTIL, /* sleep until until_ms on the caller's clock (no backend op) */
+	MAFH_OP_WAIT_UNTIL, /* sleep until until_ms on the caller's clock (no backend op); with
+			     * MAFH_CAP_WAIT_CHANGE it may end early: mafh_run_wait_target */
 	MAFH_OP_CALL,       /* run a tool: fn(arguments, ...) or the caller's own */
 	MAFH_OP_DONE,       /* the run is over: see mafh_run_result */
 };
@@ -491,13 +522,31 @@ int mafh_run_next_op(struct mafh_run *run, int64_t now_ms, struct mafh_op *op);
  * MAFH_RUN_ERROR). */
 int mafh_run_op_result(struct mafh_run *run, int64_t now_ms, const struct mafh_op_result *res);
 
+/* Added after 0.1.0: what the outstanding WAIT_UNTIL waits for. When the run's caps include
+ * MAFH_CAP_WAIT_CHANGE (files transport), a WAIT_UNTIL while serving waits for the next
+ * request file or the exit marker: sets *dir to R/host_tools and *names to
+ * {"host_tool_calls/NNNN.request.json", "program_exit_code", NULL} (borrowed until the op's
+ * result, in the form ops.wait_change takes) and returns 1. A driver that can should give
+ * the result as soon as one of them may have appeared (the blocking driver calls
+ * mafh_backend_wait_change): the run then looks at once, whatever until_ms said. Returns 0
+ * and sets both to NULL for a plain sleep (a WAIT_UNTIL that must last until until_ms) or
+ * when no WAIT_UNTIL is outstanding. (struct mafh_op does not grow for this: it has no size
+ * field and is filled in the caller's memory.) */
+int mafh_run_wait_target(const struct mafh_run *run, const char **dir,
+			 const char *const **names);
+
 /* The run's result so far (status MAFH_RUN_RUNNING until DONE). Borrowed from the run. */
 const struct mafh_run_result *mafh_run_result(const struct mafh_run *run);
 
 /* ---- the blocking driver ----------------------------------------------------------------- */
 
 /* A clock for the driver: now_ms monotonic milliseconds, sleep_until_ms sleeps until that
- * time (or returns early if it wants). NULL functions mean CLOCK_MONOTONIC and nanosleep. */
+ * time (or returns early if it wants). NULL functions mean CLOCK_MONOTONIC and nanosleep.
+ * Over a backend with MAFH_CAP_WAIT_CHANGE, a WAIT_UNTIL with a wait target
+ * (mafh_run_wait_target) is spent in the backend's wait_change instead, in slices of at
+ * most 50 ms (so mafh_run_stop is noticed); after a slice that saw nothing, sleep_until_ms
+ * (when given) is called with the slice's end, so a clock of the caller's own sees the time
+ * pass. */
 struct mafh_clock {
 	int64_t (*now_ms)(void *ud);
 	void (*sleep_until_ms)(int64_t until_ms, void *ud);

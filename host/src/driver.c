@@ -4,6 +4,9 @@
 
 #include "internal.h"
 
+/* How long one wait lasts at most before mafh_run_stop is looked at again. */
+#define STOP_SLICE_MS 50
+
 static int64_t clock_now(const struct mafh_clock *c)
 {
 	return c && c->now_ms ? c->now_ms(c->ud) : mafh__now_ms();
@@ -22,8 +25,52 @@ static void clock_sleep(const struct mafh_run *run, const struct mafh_clock *c, 
 
 		if (now >= until)
 			break;
-		mafh__sleep_until_ms(until - now > 50 ? now + 50 : until);
+		mafh__sleep_until_ms(until - now > STOP_SLICE_MS ? now + STOP_SLICE_MS : until);
 	}
+}
+
+int mafh_backend_wait_change(struct mafh_backend *b, const char *dir, const char *const *names,
+			     int64_t timeout_ms, struct mafh_error *err)
+{
+	if (!b || !(b->ops.caps & MAFH_CAP_WAIT_CHANGE) || !b->ops.wait_change)
+		return mafh__error_set(err, MAFH_ENOTSUP,
+				       "the backend cannot wait for a change (WAIT_CHANGE)");
+	if (!dir || !names)
+		return mafh__error_set(err, MAFH_EINVAL, "waiting for a change needs a directory "
+				       "and names");
+	return b->ops.wait_change(b->ops.ctx, dir, names, timeout_ms, err);
+}
+
+/* A WAIT_UNTIL: where the run names the files it waits for and the backend can wait for a
+ * change, in the backend's wait_change (ended early by a change: no poll delay), else a
+ * sleep. A failing wait_change is not an error of the run: the rest is slept, as before. */
+static void wait_until(const struct mafh_run *run, struct mafh_backend *b,
+		       const struct mafh_clock *c, int64_t until)
+{
+	const char *dir;
+	const char *const *names;
+
+	if ((mafh_backend_caps(b) & MAFH_CAP_WAIT_CHANGE) && b->ops.wait_change &&
+	    mafh_run_wait_target(run, &dir, &names)) {
+		while (!mafh__run_stop_requested(run)) {
+			int64_t now = clock_now(c), slice = until - now;
+			int rc;
+
+			if (slice <= 0)
+				return;
+			if (slice > STOP_SLICE_MS)
+				slice = STOP_SLICE_MS;
+			rc = mafh_backend_wait_change(b, dir, names, slice, NULL);
+			if (rc > 0)
+				return;
+			if (rc < 0)
+				break;
+			/* The slice passed: a clock of the caller's own is told so. */
+			if (c && c->sleep_until_ms)
+				c->sleep_until_ms(now + slice, c->ud);
+		}
+	}
+	clock_sleep(run, c, until);
 }
 
 /* Runs a tool for a CALL op through its registered callback. */
@@ -73,7 +120,7 @@ static int step(struct mafh_run *run, struct mafh_backend *b, const struct mafh_
 		res.error = mafh_backend_stat(b, op.path, &res.stat, &res.detail);
 		break;
 	case MAFH_OP_WAIT_UNTIL:
-		clock_sleep(run, c, op.until_ms);
+		wait_until(run, b, c, op.until_ms);
 		break;
 	case MAFH_OP_CALL:
 		run_call(&op, &res, refusal, sizeof(refusal));

@@ -2,7 +2,8 @@
  * takes their results back, performing no I/O itself (DESIGN.md "A sans-I/O core").
  *
  * Phases, in order: write program.py and the shim, exec `maf-launch run`, serve (files:
- * read-if-present polling; wait: `maf-launch wait` long-polls), then at the end read the
+ * read-if-present polling, or with MAFH_CAP_WAIT_CHANGE a look whenever the driver's wait
+ * says a file may have appeared; wait: `maf-launch wait` long-polls), then at the end read the
  * exit record and the output, and exec `maf-launch reclaim`. At the deadline, on
  * mafh_run_stop or on a run error while the program runs, the output is read first (it is
  * the only witness of a run that is cut short), then `maf-launch stop` ends the tree.
@@ -112,6 +113,13 @@ struct mafh_run {
 	int response_is_refusal;
 	uint64_t total_response_bytes;
 	int wait_used;                  /* a wait exec has succeeded at least once */
+	/* Files transport over MAFH_CAP_WAIT_CHANGE: a WAIT_UNTIL names the files it waits for
+	 * and the driver ends it when one may have appeared, so there is no poll delay. */
+	int wait_files;                 /* the next WAIT_UNTIL waits for files, not time */
+	int wait_target;                /* the outstanding WAIT_UNTIL has a wait target */
+	char wait_dir[PATH_BUF];
+	char wait_request[48];          /* host_tool_calls/NNNN.request.json */
+	const char *wait_names[3];
 
 	/* Ending. */
 	int launched;
@@ -189,6 +197,22 @@ static int call_path(struct mafh_run *run, long id, const char *suffix)
 static int64_t clamp64(int64_t v, int64_t lo, int64_t hi)
 {
 	return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* Files transport over a backend (or sans-I/O driver) that can wait for a change. Not fixed
+ * at creation: a WAIT transport falls back to FILES when the launcher has no `wait`. */
+static int notifying(const struct mafh_run *run)
+{
+	return run->transport == MAFH_TRANSPORT_FILES && (run->caps & MAFH_CAP_WAIT_CHANGE);
+}
+
+/* The next look waits for the next request or the exit marker to appear, for at most
+ * poll_max_ms: the wait is a hint (a backend's notification can miss a directory the
+ * program replaced), so looks keep coming at the idle pace of polling. */
+static void wait_for_files(struct mafh_run *run)
+{
+	run->wait_files = 1;
+	run->next_poll_ms = run->now + run->poll_max_ms;
 }
 
 /* ---- construction ------------------------------------------------------------------------- */
@@ -364,9 +388,11 @@ static int run_create(struct mafh_registry *reg, struct mafh_backend *backend, u
 	run->limits = reg->limits;
 	run->timeout_ms = o.timeout_ms;
 	run->transport = o.transport;
+	/* A wait the backend ends on a change beats an exec per call of `maf-launch wait`. */
 	if (run->transport == MAFH_TRANSPORT_AUTO)
-		run->transport = (caps & MAFH_CAP_BLOCKING_EXEC) ? MAFH_TRANSPORT_WAIT
-								 : MAFH_TRANSPORT_FILES;
+		run->transport = (caps & MAFH_CAP_WAIT_CHANGE) ? MAFH_TRANSPORT_FILES
+				 : (caps & MAFH_CAP_BLOCKING_EXEC) ? MAFH_TRANSPORT_WAIT
+								   : MAFH_TRANSPORT_FILES;
 	run->keep_run_dir = o.keep_run_dir;
 	run->write_shim = o.program && o.write_shim;
 	run->poll_min_ms = o.poll_min_ms;
@@ -414,6 +440,12 @@ static int run_create(struct mafh_registry *reg, struct mafh_backend *backend, u
 	run->output = calloc(1, 1);
 	if (!run->output)
 		goto nomem;
+	n = (size_t)snprintf(run->wait_dir, sizeof(run->wait_dir), "%s/%s", run->run_dir,
+			     MAFP_DIR_HOST_TOOLS);
+	if (n >= sizeof(run->wait_dir)) {
+		mafh_run_free(run);
+		return mafh__error_set(err, MAFH_EINVAL, "the run directory is too long");
+	}
 
 	run->phase = run->program ? PH_WRITE_PROGRAM : PH_LAUNCH;
 	run->next_id = 1;
@@ -701,6 +733,7 @@ static void take_request(struct mafh_run *run, const char *buf, size_t len)
 			/* Maybe torn: look once more after a grace before refusing. */
 			run->torn_retried_id = run->next_id;
 			run->next_poll_ms = run->now + TORN_GRACE_MS;
+			run->wait_files = 0;    /* a plain sleep: the file is there already */
 			return;
 		}
 		refuse(run, why);
@@ -712,6 +745,7 @@ static void take_request(struct mafh_run *run, const char *buf, size_t len)
 		run->next_id++;
 		run->misses = 0;
 		run->next_poll_ms = run->now;
+		run->wait_files = 0;
 		return;
 	}
 	if (run->result.calls >= run->limits.max_calls) {
@@ -799,7 +833,9 @@ static void schedule_after_answer(struct mafh_run *run)
 	run->misses = 0;
 	run->last_answer_ms = run->now;
 	run->last_activity_ms = run->now;
-	if (run->transport == MAFH_TRANSPORT_WAIT)
+	if (notifying(run))
+		wait_for_files(run);    /* returns at once if the request is there already */
+	else if (run->transport == MAFH_TRANSPORT_WAIT)
 		run->next_poll_ms = run->now;   /* the wait itself blocks until it is there */
 	else
 		run->next_poll_ms = run->now + clamp64(lead, 0, run->poll_max_ms);
@@ -813,6 +849,10 @@ static void schedule_after_miss(struct mafh_run *run)
 {
 	int64_t base = (int64_t)(run->gap_est_ms / 4), iv, quiet, top;
 
+	if (notifying(run)) {
+		wait_for_files(run);
+		return;
+	}
 	if (run->misses == 1 && run->last_answer_ms && run->lat_est_ms >= 2.0) {
 		/* Looked too early right after an answer: learn a longer gap. Only where a look
 		 * is costly: where it is cheap, the quick retry below already realigns the
@@ -942,6 +982,16 @@ static int serve_op(struct mafh_run *run, struct mafh_op *op)
 								 : run->deadline;
 		run->result.ops.wait++;
 		run->pending = P_SLEEP;
+		if (run->wait_files && notifying(run) &&
+		    mafp_call_file_name(run->wait_request + strlen(MAFP_DIR_CALLS) + 1,
+					sizeof(run->wait_request) - strlen(MAFP_DIR_CALLS) - 1,
+					run->next_id, MAFP_SUFFIX_REQUEST) == 0) {
+			memcpy(run->wait_request, MAFP_DIR_CALLS "/", strlen(MAFP_DIR_CALLS) + 1);
+			run->wait_names[0] = run->wait_request;
+			run->wait_names[1] = MAFP_MARKER_EXIT_CODE;
+			run->wait_names[2] = NULL;
+			run->wait_target = 1;
+		}
 		return 1;
 	}
 	if (run->next_id > MAFP_CALL_ID_MAX)
@@ -1170,6 +1220,8 @@ static void take_launch(struct mafh_run *run, const struct mafh_op_result *res)
 	/* Nothing can be waiting yet: give the program a moment to start. */
 	run->next_poll_ms = run->now + (run->transport == MAFH_TRANSPORT_FILES
 						? (int64_t)run->gap_est_ms : 0);
+	if (notifying(run))
+		wait_for_files(run);
 }
 
 static void take_read_error(struct mafh_run *run, const struct mafh_op_result *res,
@@ -1305,6 +1357,9 @@ int mafh_run_op_result(struct mafh_run *run, int64_t now_ms, const struct mafh_o
 			 * on every second empty look (third before the first request: most
 			 * programs are still starting up then), since each probe is an op. */
 			run->probe_exit_next = run->misses % (run->last_answer_ms ? 2 : 3) == 0;
+			/* Woken by a change that was not the request: maybe the exit marker. */
+			if (notifying(run))
+				run->probe_exit_next = 1;
 			if (!run->probe_exit_next)
 				schedule_after_miss(run);
 			break;
@@ -1354,6 +1409,12 @@ int mafh_run_op_result(struct mafh_run *run, int64_t now_ms, const struct mafh_o
 		schedule_after_answer(run);
 		break;
 	case P_SLEEP:
+		if (run->wait_target) {
+			/* Ended early by a change, or at its end: look now either way. */
+			run->wait_target = 0;
+			run->wait_files = 0;
+			run->next_poll_ms = run->now;
+		}
 		break;
 	case P_READ_OUTPUT:
 		take_output(run, res);
@@ -1397,6 +1458,23 @@ int mafh_run_op_result(struct mafh_run *run, int64_t now_ms, const struct mafh_o
 		break;
 	}
 	return 0;
+}
+
+int mafh_run_wait_target(const struct mafh_run *run, const char **dir,
+			 const char *const **names)
+{
+	if (!run || run->pending != P_SLEEP || !run->wait_target) {
+		if (dir)
+			*dir = NULL;
+		if (names)
+			*names = NULL;
+		return 0;
+	}
+	if (dir)
+		*dir = run->wait_dir;
+	if (names)
+		*names = run->wait_names;
+	return 1;
 }
 
 struct mafh_backend *mafh__run_backend(const struct mafh_run *run)

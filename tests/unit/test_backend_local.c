@@ -2,6 +2,7 @@
  * (host/backends/latency.c), in a temporary directory, and for the backend table checks. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -203,6 +204,132 @@ static void test_exec(void **state)
 	mafh_backend_free(b);
 }
 
+/* ---- wait_change -------------------------------------------------------------------------- */
+
+/* A writer in another thread: after a pause, makes the directory (if asked) and publishes
+ * a file the way the shim and the supervisor do, through NAME.part and a rename. */
+struct publisher {
+	pthread_t thread;
+	const char *mkdir_path;
+	const char *path;
+	int pause_ms;
+};
+
+static void *publish(void *arg)
+{
+	struct publisher *p = arg;
+	struct timespec ts = {.tv_sec = p->pause_ms / 1000,
+			      .tv_nsec = (long)(p->pause_ms % 1000) * 1000000};
+	char part[600];
+	int fd;
+
+	nanosleep(&ts, NULL);
+	if (p->mkdir_path)
+		mkdir(p->mkdir_path, 0755);
+	snprintf(part, sizeof(part), "%s.part", p->path);
+	fd = open(part, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd >= 0) {
+		if (write(fd, "{}", 2) != 2)
+			perror("write");
+		close(fd);
+		rename(part, p->path);
+	}
+	return NULL;
+}
+
+static void test_wait_change(void **state)
+{
+	struct mafh_backend *b = local(), *lat = NULL;
+	struct mafh_error err = {0};
+	const char *const names1[] = {"host_tool_calls/0001.request.json", "program_exit_code",
+				      NULL};
+	const char *const names2[] = {"host_tool_calls/0002.request.json", "program_exit_code",
+				      NULL};
+	char ht[300];
+	struct publisher p = {0};
+
+	(void)state;
+	assert_true(mafh_backend_caps(b) & MAFH_CAP_WAIT_CHANGE);
+	snprintf(ht, sizeof(ht), "%s", at("host_tools"));
+	/* The directory does not exist yet: nothing can appear, the wait ends at its
+	 * deadline (the timeouts here are safety nets, not measurements). */
+	assert_int_equal(mafh_backend_wait_change(b, ht, names1, 50, &err), 0);
+	assert_int_equal(mkdir(ht, 0755), 0);
+	/* Nothing happens: 0 at the deadline. */
+	assert_int_equal(mafh_backend_wait_change(b, ht, names1, 50, &err), 0);
+	/* The subdirectory is made and the request renamed into it while we wait. */
+	p.mkdir_path = at("host_tools/host_tool_calls");
+	p.path = at("host_tools/host_tool_calls/0001.request.json");
+	p.pause_ms = 100;
+	assert_int_equal(pthread_create(&p.thread, NULL, publish, &p), 0);
+	assert_int_equal(mafh_backend_wait_change(b, ht, names1, 20000, &err), 1);
+	pthread_join(p.thread, NULL);
+	/* Already there: at once. */
+	assert_int_equal(mafh_backend_wait_change(b, ht, names1, 20000, &err), 1);
+	/* The next request, renamed in later (the cached watch on host_tool_calls). */
+	assert_int_equal(mafh_backend_wait_change(b, ht, names2, 50, &err), 0);
+	p.mkdir_path = NULL;
+	p.path = at("host_tools/host_tool_calls/0002.request.json");
+	assert_int_equal(pthread_create(&p.thread, NULL, publish, &p), 0);
+	assert_int_equal(mafh_backend_wait_change(b, ht, names2, 20000, &err), 1);
+	pthread_join(p.thread, NULL);
+	/* The exit marker, in the top directory. */
+	p.path = at("host_tools/program_exit_code");
+	assert_int_equal(pthread_create(&p.thread, NULL, publish, &p), 0);
+	assert_int_equal(mafh_backend_wait_change(b, ht,
+						  (const char *const[]){"host_tool_calls/0003."
+									"request.json",
+									"program_exit_code",
+									NULL},
+						  20000, &err), 1);
+	pthread_join(p.thread, NULL);
+	/* The directory replaced under the cached watch: the wait still sees the new one. */
+	{
+		char cmd[700];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s' && mkdir -p '%s'", ht,
+			 at("host_tools/host_tool_calls"));
+		assert_int_equal(system(cmd), 0);
+	}
+	p.path = at("host_tools/host_tool_calls/0004.request.json");
+	assert_int_equal(pthread_create(&p.thread, NULL, publish, &p), 0);
+	for (int i = 0; i < 3; i++) {
+		/* A false alarm is allowed (the old watch went away): wait again. */
+		if (mafh_backend_wait_change(b, ht,
+					     (const char *const[]){"host_tool_calls/0004."
+								   "request.json", NULL},
+					     20000, &err) == 1 &&
+		    access(p.path, F_OK) == 0)
+			break;
+		assert_true(i < 2);
+	}
+	pthread_join(p.thread, NULL);
+	/* A symlink planted as the directory is not followed: a wait on it does not fail the
+	 * run, it only looks (here: the target holds the name, but it is not seen there). */
+	{
+		char cmd[700];
+
+		snprintf(cmd, sizeof(cmd), "mkdir -p '%s' && touch '%s/x' && ln -s '%s' '%s'",
+			 at("elsewhere"), at("elsewhere"), at("elsewhere"), at("link"));
+		assert_int_equal(system(cmd), 0);
+		assert_int_equal(mafh_backend_wait_change(b, at("link"),
+							  (const char *const[]){"x", NULL}, 30,
+							  &err), 0);
+	}
+	/* Bad arguments. */
+	assert_int_equal(mafh_backend_wait_change(b, "relative", names1, 10, &err), MAFH_EINVAL);
+	assert_int_equal(mafh_backend_wait_change(b, ht, (const char *const[]){"../x", NULL}, 10,
+						  &err), MAFH_EINVAL);
+	assert_int_equal(mafh_backend_wait_change(b, ht, (const char *const[]){"a/b/c", NULL}, 10,
+						  &err), MAFH_EINVAL);
+	assert_int_equal(mafh_backend_wait_change(b, ht, NULL, 10, &err), MAFH_EINVAL);
+	/* The latency wrapper simulates a backend without notification. */
+	assert_int_equal(mafh_backend_latency_new(b, 0, &lat), 0);
+	assert_false(mafh_backend_caps(lat) & MAFH_CAP_WAIT_CHANGE);
+	assert_int_equal(mafh_backend_wait_change(lat, ht, names1, 10, &err), MAFH_ENOTSUP);
+	mafh_backend_free(lat);
+}
+
 static int64_t ms_since(const struct timespec *t0)
 {
 	struct timespec t1;
@@ -302,6 +429,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_hostile_files, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_exec, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_latency, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_wait_change, setup, teardown),
 		cmocka_unit_test(test_table_checks),
 	};
 

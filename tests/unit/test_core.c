@@ -41,8 +41,8 @@ static int add_tool(const cJSON *args, cJSON **value_out, char *refusal, size_t 
 	return MAFH_TOOL_VALUE;
 }
 
-static void setup_run(struct fixture *f, struct mafh_limits *lim, enum mafh_transport tr,
-		      int64_t timeout_ms)
+static void setup_run_caps(struct fixture *f, struct mafh_limits *lim, enum mafh_transport tr,
+			   int64_t timeout_ms, unsigned caps)
 {
 	struct mafh_param ps[] = {{"a", MAFH_JSON_NUMBER, 1}};
 	struct mafh_tool t = {.size = sizeof(t), .name = "add", .description = "Adds one.",
@@ -63,8 +63,13 @@ static void setup_run(struct fixture *f, struct mafh_limits *lim, enum mafh_tran
 	o.transport = tr;
 	o.launcher = "/usr/bin/maf-launch";
 	o.timeout_ms = timeout_ms;
-	assert_int_equal(mafh_run_new_sansio(f->reg, MAFH_CAPS_REQUIRED | MAFH_CAP_BLOCKING_EXEC,
-					     &o, &f->run, &err), 0);
+	assert_int_equal(mafh_run_new_sansio(f->reg, caps, &o, &f->run, &err), 0);
+}
+
+static void setup_run(struct fixture *f, struct mafh_limits *lim, enum mafh_transport tr,
+		      int64_t timeout_ms)
+{
+	setup_run_caps(f, lim, tr, timeout_ms, MAFH_CAPS_REQUIRED | MAFH_CAP_BLOCKING_EXEC);
 }
 
 static void teardown_run(struct fixture *f)
@@ -842,6 +847,129 @@ static void test_keep_and_argv(void **state)
 	mafh_registry_free(reg);
 }
 
+/* ---- waiting for a change (MAFH_CAP_WAIT_CHANGE) ----------------------------------------- */
+
+/* The next op must be a WAIT_UNTIL that waits for request id or the exit marker. */
+static int64_t expect_wait_for(struct fixture *f, long id)
+{
+	struct mafh_op op;
+	const char *dir;
+	const char *const *names;
+	char want[64];
+
+	assert_int_equal(mafh_run_next_op(f->run, f->now, &op), 0);
+	assert_int_equal(op.kind, MAFH_OP_WAIT_UNTIL);
+	assert_true(op.until_ms > f->now);
+	assert_int_equal(mafh_run_wait_target(f->run, &dir, &names), 1);
+	assert_string_equal(dir, R "/host_tools");
+	snprintf(want, sizeof(want), "host_tool_calls/%04ld.request.json", id);
+	assert_string_equal(names[0], want);
+	assert_string_equal(names[1], "program_exit_code");
+	assert_null(names[2]);
+	return op.until_ms;
+}
+
+static void give_wait(struct fixture *f, int64_t at)
+{
+	struct mafh_op_result res;
+
+	f->now = at;
+	mafh_op_result_init(&res, MAFH_OP_WAIT_UNTIL);
+	assert_int_equal(mafh_run_op_result(f->run, f->now, &res), 0);
+}
+
+static void test_wait_target(void **state)
+{
+	struct fixture f;
+	struct mafh_op op;
+	const char *dir = "x";
+	const char *const *names = (const char *const[]){"x", NULL};
+	int64_t until;
+
+	(void)state;
+	/* AUTO over a backend that can wait for a change: the files transport, no exec per
+	 * call even where exec may block. */
+	setup_run_caps(&f, NULL, MAFH_TRANSPORT_AUTO, 60000,
+		       MAFH_CAPS_REQUIRED | MAFH_CAP_BLOCKING_EXEC | MAFH_CAP_WAIT_CHANGE);
+	assert_int_equal(mafh_run_wait_target(f.run, &dir, &names), 0);
+	assert_null(dir);
+	assert_null(names);
+	start(&f);
+	/* Right after the launch: a wait for request 1 or the exit marker, not a look. */
+	until = expect_wait_for(&f, 1);
+	/* Ended early (the driver saw the file appear): the run looks at once. */
+	give_wait(&f, f.now + 1);
+	assert_true(f.now < until);
+	op = next(&f);
+	expect_path(&op, MAFH_OP_READ, CALLS "0001.request.json");
+	assert_int_equal(mafh_run_wait_target(f.run, &dir, &names), 0);
+	give_read(&f, MAFH_READ_OK, req(1, "{\"a\": 1}"));
+	op = next(&f);
+	give_call(&f, &op);
+	op = next(&f);
+	expect_path(&op, MAFH_OP_WRITE, CALLS "0001.response.json");
+	give_write_ok(&f);
+	/* After the answer: straight to a wait for the next one. */
+	until = expect_wait_for(&f, 2);
+	give_wait(&f, f.now + 1);
+	/* A false alarm: the request is not there, so the exit marker is looked at at once
+	 * (the change may have been the marker), then the wait resumes. */
+	op = next(&f);
+	expect_path(&op, MAFH_OP_READ, CALLS "0002.request.json");
+	give_read(&f, MAFH_READ_ABSENT, NULL);
+	op = next(&f);
+	expect_path(&op, MAFH_OP_READ, R "/host_tools/program_exit_code");
+	give_read(&f, MAFH_READ_ABSENT, NULL);
+	until = expect_wait_for(&f, 2);
+	/* A torn request is read again after a plain sleep: no target (the file is there). */
+	give_wait(&f, until);
+	op = next(&f);
+	expect_path(&op, MAFH_OP_READ, CALLS "0002.request.json");
+	give_read(&f, MAFH_READ_OK, "{\"id\": \"0002\", \"na");
+	assert_int_equal(mafh_run_next_op(f.run, f.now, &op), 0);
+	assert_int_equal(op.kind, MAFH_OP_WAIT_UNTIL);
+	assert_int_equal(mafh_run_wait_target(f.run, &dir, &names), 0);
+	give_wait(&f, op.until_ms);
+	op = next(&f);
+	expect_path(&op, MAFH_OP_READ, CALLS "0002.request.json");
+	give_read(&f, MAFH_READ_OK, req(2, "{\"a\": 2}"));
+	op = next(&f);
+	give_call(&f, &op);
+	op = next(&f);
+	expect_path(&op, MAFH_OP_WRITE, CALLS "0002.response.json");
+	give_write_ok(&f);
+	/* The wait runs to its end with nothing seen: a look anyway (the wait is a hint). */
+	until = expect_wait_for(&f, 3);
+	give_wait(&f, until);
+	op = next(&f);
+	expect_path(&op, MAFH_OP_READ, CALLS "0003.request.json");
+	give_read(&f, MAFH_READ_ABSENT, NULL);
+	op = next(&f);
+	expect_path(&op, MAFH_OP_READ, R "/host_tools/program_exit_code");
+	give_read(&f, MAFH_READ_OK, "0");
+	finish_normally(&f, "done\n");
+	assert_int_equal(mafh_run_result(f.run)->status, MAFH_RUN_EXITED);
+	assert_int_equal(mafh_run_result(f.run)->calls, 2);
+	assert_int_equal(f.tool_calls, 2);
+	teardown_run(&f);
+
+	/* Without the capability a WAIT_UNTIL is a plain sleep: no target. */
+	setup_run(&f, NULL, MAFH_TRANSPORT_FILES, 60000);
+	start(&f);
+	assert_int_equal(mafh_run_next_op(f.run, f.now, &op), 0);
+	assert_int_equal(op.kind, MAFH_OP_WAIT_UNTIL);
+	assert_int_equal(mafh_run_wait_target(f.run, &dir, &names), 0);
+	teardown_run(&f);
+	/* Explicitly the wait transport: still `maf-launch wait`, capability or not. */
+	setup_run_caps(&f, NULL, MAFH_TRANSPORT_WAIT, 60000,
+		       MAFH_CAPS_REQUIRED | MAFH_CAP_BLOCKING_EXEC | MAFH_CAP_WAIT_CHANGE);
+	start(&f);
+	op = next(&f);
+	assert_int_equal(op.kind, MAFH_OP_EXEC);
+	assert_string_equal(op.argv[1], "wait");
+	teardown_run(&f);
+}
+
 /* ---- the blocking driver over a fake backend table and a fake clock ---------------------- */
 
 struct fake {
@@ -1009,6 +1137,7 @@ int main(void)
 		cmocka_unit_test(test_wait_transport),
 		cmocka_unit_test(test_wait_fallback),
 		cmocka_unit_test(test_wait_garbage),
+		cmocka_unit_test(test_wait_target),
 		cmocka_unit_test(test_keep_and_argv),
 		cmocka_unit_test(test_driver),
 	};
