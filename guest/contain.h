@@ -9,6 +9,7 @@ struct mafl_policy {
 	int egress_open;  /* with the filter: 1 leaves socket() alone, 0 allows only AF_UNIX */
 	int landlock;     /* 1: auto (best effort, ABI probed); 0: off */
 	int supervisor;   /* with the filter: the pid no signal may reach; 0: none */
+	int signals_scoped; /* Landlock (ABI 6+) already keeps signals inside the run */
 };
 
 /* Loads the seccomp filter for p into the calling process (no_new_privs must be set).
@@ -31,6 +32,8 @@ int mafl_policy_option(struct mafl_policy *p, const char *opt, const char *val);
  * outside the run. Returns the ABI enforced (> 0), 0 if the kernel has no Landlock, or a
  * negative errno. */
 int mafl_landlock_apply(const struct mafl_policy *p, const char *run_dir);
+/* The first Landlock ABI with signal and abstract-socket scopes. */
+#define MAFL_LANDLOCK_ABI_SCOPE 6
 /* Names a result of mafl_landlock_apply for program_exit.json: "abi-N", "unsupported",
  * "failed". */
 void mafl_landlock_name(int result, char *buf, size_t size);

@@ -28,8 +28,20 @@ static const char *const denied[] = {
 	"fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr", "unshare", "setns",
 	"keyctl", "add_key", "request_key", "io_uring_setup", "io_uring_enter",
 	"io_uring_register", "swapon", "swapoff", "reboot", "acct", "quotactl",
-	"lookup_dcookie", "open_by_handle_at", "name_to_handle_at",
+	"lookup_dcookie", "open_by_handle_at", "name_to_handle_at", "pidfd_getfd",
+	"process_madvise",
 };
+
+/* Without Landlock's signal scope, these reach a process through a descriptor or a pointer
+ * the filter cannot read (a pidfd of /proc/<supervisor>, an owner set with F_SETOWN_EX or
+ * FIOSETOWN/SIOCSPGRP, whose signal F_SETSIG may make SIGKILL), so they are denied
+ * outright. fcntl(F_SETOWN, pid) is checked by value below. */
+static const char *const denied_unscoped[] = {"pidfd_send_signal"};
+
+#define FCNTL_F_SETOWN 8
+#define FCNTL_F_SETOWN_EX 15
+#define IOCTL_FIOSETOWN 0x8901
+#define IOCTL_SIOCSPGRP 0x8902
 
 /* clone() flags that would create a namespace; each is denied on its own because
  * libseccomp compares a masked argument for equality only. CLONE_NEWTIME (0x80) is left
@@ -72,6 +84,61 @@ static int protect_pid(scmp_filter_ctx ctx, int pid)
 			if (rc < 0)
 				return rc;
 		}
+	}
+	/* fcntl(fd, F_SETOWN, pid or -pgrp) makes pid the target of the descriptor's signal. */
+	for (v = 0; v < 2; v++) {
+		const struct scmp_arg_cmp setown = {
+			.arg = 1, .op = SCMP_CMP_MASKED_EQ, .datum_a = 0xffffffffu,
+			.datum_b = FCNTL_F_SETOWN,
+		};
+		const struct scmp_arg_cmp owner = {
+			.arg = 2, .op = SCMP_CMP_MASKED_EQ, .datum_a = 0xffffffffu,
+			.datum_b = values[v],
+		};
+		int rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(fcntl), 2, setown,
+					  owner);
+
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int deny_unscoped_signals(scmp_filter_ctx ctx)
+{
+	static const unsigned long fcntl_cmds[] = {FCNTL_F_SETOWN_EX};
+	static const unsigned long ioctl_cmds[] = {IOCTL_FIOSETOWN, IOCTL_SIOCSPGRP};
+	size_t i;
+	int rc;
+
+	for (i = 0; i < sizeof(denied_unscoped) / sizeof(denied_unscoped[0]); i++) {
+		int nr = seccomp_syscall_resolve_name(denied_unscoped[i]);
+
+		if (nr == __NR_SCMP_ERROR)
+			continue;
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
+		if (rc < 0)
+			return rc;
+	}
+	for (i = 0; i < sizeof(fcntl_cmds) / sizeof(fcntl_cmds[0]); i++) {
+		const struct scmp_arg_cmp cmd = {
+			.arg = 1, .op = SCMP_CMP_MASKED_EQ, .datum_a = 0xffffffffu,
+			.datum_b = fcntl_cmds[i],
+		};
+
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(fcntl), 1, cmd);
+		if (rc < 0)
+			return rc;
+	}
+	for (i = 0; i < sizeof(ioctl_cmds) / sizeof(ioctl_cmds[0]); i++) {
+		const struct scmp_arg_cmp cmd = {
+			.arg = 1, .op = SCMP_CMP_MASKED_EQ, .datum_a = 0xffffffffu,
+			.datum_b = ioctl_cmds[i],
+		};
+
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1, cmd);
+		if (rc < 0)
+			return rc;
 	}
 	return 0;
 }
@@ -122,6 +189,8 @@ static int build(const struct mafl_policy *p, scmp_filter_ctx *out)
 		goto fail;
 	if (p->supervisor > 0) {
 		rc = protect_pid(ctx, p->supervisor);
+		if (rc == 0 && !p->signals_scoped)
+			rc = deny_unscoped_signals(ctx);
 		if (rc < 0)
 			goto fail;
 	}

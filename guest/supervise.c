@@ -105,6 +105,7 @@ static __attribute__((noreturn)) void child_exec(const struct run_opts *o, const
 		memset(&m, 0, sizeof(m));
 		m.kind = CHILD_LANDLOCK;
 		m.code = abi;
+		policy.signals_scoped = abi >= MAFL_LANDLOCK_ABI_SCOPE;
 		write_all(msg_fd, &m, sizeof(m));
 	}
 	/* Should the supervisor die anyway (SIGKILL from outside the run), the program goes too. */

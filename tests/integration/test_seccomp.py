@@ -279,10 +279,7 @@ def test_high_bit_domain_is_af_inet_to_the_kernel(launcher, probe_results):
     assert probe_results("default")[0]["socket_unix_highbit"] == EPERM
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "filter gap: pidfd_getfd (438) copies a descriptor out of another process of the same "
-    "user, the access check of ptrace, but the default filter allows it; add it to the denied "
-    "list in guest/seccomp.c (and pidfd_getfd's sibling process_madvise), then drop this mark"))
+# pidfd_getfd copies a descriptor out of another process under ptrace's access check.
 def test_pidfd_getfd_denied(launcher, probe_results):
     res, _ = probe_results("default")
     assert res["pidfd_getfd"] == EPERM, errname(res["pidfd_getfd"])
@@ -483,22 +480,17 @@ def test_supervisor_reachable_without_filter(launcher, tmp_path):
         assert res[name] == 0, f"{name}: {errname(res[name])}"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "filter gap: pidfd_send_signal accepts an open /proc/PID directory as its pidfd, so "
-    "without Landlock (ABI 6 signal scope) the program signals its supervisor; the filter "
-    "would have to deny pidfd_send_signal outright (or Landlock deny opening /proc/SUPERVISOR)"))
+# pidfd_send_signal accepts an open /proc/PID directory as its pidfd; without Landlock's
+# signal scope the filter denies pidfd_send_signal outright.
 def test_supervisor_unreachable_by_pidfd_send_signal_on_procfd(launcher, tmp_path):
     res, sup = signal_checks(tmp_path, ("--landlock", "off"))
     assert res["pidfd_send_signal_procfd"] == EPERM, \
         f"pidfd_send_signal(open('/proc/{sup}'), 0) succeeded"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "filter gap: fcntl(F_SETOWN, supervisor) + F_SETSIG(SIGKILL) + O_ASYNC makes the kernel "
-    "itself send SIGKILL to the supervisor; no kill-family syscall is made. Without Landlock "
-    "(ABI 6 scopes SIGIO too) the run then ends with no exit record and no exit marker. The "
-    "filter would have to refuse F_SETOWN/F_SETOWN_EX/F_SETSIG (fcntl arg 1), or the "
-    "supervisor run as another user"))
+# fcntl(F_SETOWN, supervisor) + F_SETSIG(SIGKILL) + O_ASYNC would make the kernel itself send
+# SIGKILL to the supervisor, with no kill-family syscall; the filter refuses F_SETOWN at the
+# supervisor's pid (and F_SETOWN_EX outright when Landlock does not scope signals).
 def test_supervisor_survives_sigio_owner_kill(launcher, tmp_path):
     assert SIGNAL.exists(), f"{SIGNAL} is not built (run make probes)"
     proc = launch(tmp_path, str(SIGNAL), "sigio-kill", opts=("--landlock", "off"))
@@ -508,7 +500,9 @@ def test_supervisor_survives_sigio_owner_kill(launcher, tmp_path):
     except AssertionError:
         out = (tmp_path / "host_tools" / "program_output.txt").read_text()
         pytest.fail(f"the supervisor was killed through SIGIO: no exit marker; output: {out!r}")
-    assert code == "0"
+    out = (tmp_path / "host_tools" / "program_output.txt").read_text()
+    assert "arm: Operation not permitted" in out, out
+    assert code == "1"
 
 
 PROC_MEM_PY = r"""
