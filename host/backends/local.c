@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/openat2.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -93,6 +94,22 @@ static int open_parent(const char *path, int create, char *copy, size_t copy_siz
 		return -1;
 	}
 	*slash = '\0';
+	/* One system call where the kernel has openat2 (5.6): RESOLVE_NO_SYMLINKS refuses a
+	 * symlink in any component, as the walk below does (".." is refused by hand first).
+	 * Missing directories, or a kernel or seccomp policy without openat2, take the walk. */
+	if (!strstr(copy, "/../") && !(strlen(copy) >= 3 && strcmp(copy + strlen(copy) - 3,
+								    "/..") == 0)) {
+		struct open_how how = {.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
+				       .resolve = RESOLVE_NO_SYMLINKS};
+
+		dfd = (int)syscall(SYS_openat2, AT_FDCWD, copy[0] ? copy : "/", &how, sizeof(how));
+		if (dfd >= 0) {
+			*slash = '/';
+			return dfd;
+		}
+		if (errno == ELOOP || errno == ENOTDIR || (errno == ENOENT && !create))
+			return -1;
+	}
 	dfd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return -1;
@@ -365,13 +382,14 @@ static int local_stat(void *ctx, const char *path, struct mafh_stat *out,
 
 /* ---- wait_change ------------------------------------------------------------------------- */
 
-/* Which events wake a wait: a file created (open O_CREAT, mkdir), written and closed, or
- * renamed in (every marker and request is published by a rename); the directory itself
- * removed or moved (the watch then no longer says anything about the path). */
-#define WATCH_MASK (IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF | \
-		    IN_ONLYDIR)
-/* The top directory also says when a subdirectory leaves it. */
-#define WATCH_MASK_TOP (WATCH_MASK | IN_DELETE | IN_MOVED_FROM)
+/* Which events wake a wait: a file written and closed, or renamed in (every marker and
+ * request is published by a rename); the directory itself removed or moved (the watch then
+ * no longer says anything about the path). */
+#define WATCH_MASK (IN_MOVED_TO | IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
+/* The top directory also says when a subdirectory comes or leaves. Subdirectories are not
+ * asked for IN_CREATE: a request is renamed in or written and closed, and every claim and
+ * .part created there would wake the wait for nothing. */
+#define WATCH_MASK_TOP (WATCH_MASK | IN_CREATE | IN_DELETE | IN_MOVED_FROM)
 
 static void watched_reset(struct watched *w)
 {
@@ -700,7 +718,9 @@ static int take_events(struct watch_cache *c, const char *const *names)
 				continue;
 			}
 			if (c->top.wd >= 0 && ev->wd == c->top.wd) {
-				if (names_event(&c->top, 1, name, names))
+				/* Created is not yet written: a hit once closed or renamed in. */
+				if ((ev->mask & (IN_MOVED_TO | IN_CLOSE_WRITE)) &&
+				    names_event(&c->top, 1, name, names))
 					hit = 1;
 				/* A subdirectory made or renamed in: watch it (replacing any
 				 * watch on an older one), then see what it holds already. One
