@@ -7,3 +7,13 @@ bench-launch: $(BUILD)/maf-launch
 	$(PYTHON) tests/bench/bench_launch.py --launcher $(abspath $(BUILD)/maf-launch) \
 		--reference tests/integration/reference/run_program.sh \
 		--iterations $(BENCH_LAUNCH_ITERATIONS)
+
+# make bench-calls: the round trip of a host-tool call on the local backend (p50, p99, calls
+# per second), through the launcher's channel against the legacy file path, in one run of
+# maf-host. Figures only, no pass/fail; the targets (p50 <= 200 us, >= 5,000 calls/s) are
+# printed beside them.
+BENCH_CALLS_CALLS ?= 2000
+
+bench-calls: $(BUILD)/maf-launch $(BUILD)/maf-host
+	MAF_BUILD=$(abspath $(BUILD)) $(PYTHON) tests/bench/bench_calls.py \
+		--calls $(BENCH_CALLS_CALLS)

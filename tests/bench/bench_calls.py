@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""make bench-calls: the round trip of one host-tool call on the local backend, through the
+launcher's channel against the legacy file path, measured in the same run.
+
+One `maf-host run --json` (libmafhost's local backend, which wakes on inotify) serves the
+`echo` tool from a tools server (tests/bench/bench_tools_server.py); the program
+(tests/bench/bench_calls_program.py) times each call and alternates the paths:
+  channel-shim    the generated shim, MAF_HOST_TOOLS_FD set (one connection per thread)
+  channel-client  the Python CLIENT of tests/integration/test_channel.py (a connection per call)
+  legacy-files    the generated shim with MAF_HOST_TOOLS_FD unset: upstream's file protocol,
+                  polling the response every 0.05 s
+Figures only: p50, p99 and mean round trip per path, calls per second one call at a time
+(1 / mean), and calls per second with several threads calling at once. Targets from issue 4:
+p50 <= 200 us and >= 5,000 calls/s; each figure is marked against them, nothing fails.
+
+The run directory's file system matters (every call creates and renames files on both
+sides): the bench runs once per --run-dirs parent, by default $TMPDIR (or /tmp), as maf-host
+would, and /dev/shm (tmpfs) where it exists. MAF_LAUNCH, if set, is the launcher maf-host
+runs (to measure a launcher built elsewhere against this host)."""
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+TARGET_P50_US = 200.0
+TARGET_RATE = 5000.0
+
+
+def pct(sorted_ns, q):
+    i = min(len(sorted_ns) - 1, max(0, int(round(q * (len(sorted_ns) - 1)))))
+    return sorted_ns[i] / 1000.0
+
+
+def main():
+    print("host-tool call round trip, local backend (inotify), maf-host --tools-server (echo)")
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--build", default=os.environ.get("MAF_BUILD", str(ROOT / "build")))
+    ap.add_argument("--calls", type=int, default=2000, help="channel calls per path")
+    ap.add_argument("--legacy-calls", type=int, default=100)
+    ap.add_argument("--warmup", type=int, default=100)
+    ap.add_argument("--threads", type=int, default=8)
+    ap.add_argument("--rounds", type=int, default=4, help="alternating blocks of each path")
+    ap.add_argument("--run-dirs", default=None,
+                    help="comma-separated parents of the run directory (default: $TMPDIR or "
+                         "/tmp, then /dev/shm)")
+    ap.add_argument("--json", action="store_true", help="print the figures as JSON lines")
+    a = ap.parse_args()
+    if a.run_dirs:
+        parents = a.run_dirs.split(",")
+    else:
+        parents = [os.environ.get("TMPDIR") or "/tmp"]
+        if os.path.isdir("/dev/shm") and "/dev/shm" not in parents:
+            parents.append("/dev/shm")
+    for parent in parents:
+        bench(a, parent)
+
+
+def fs_type(path):
+    best, kind = "", "?"
+    with open("/proc/mounts") as f:
+        for line in f:
+            dev, mnt, typ = line.split()[:3]
+            if (path == mnt or path.startswith(mnt.rstrip("/") + "/")) and len(mnt) >= len(best):
+                best, kind = mnt, typ
+    return kind
+
+
+def bench(a, parent):
+    build = Path(a.build)
+    python = os.environ.get("PYTHON", sys.executable)
+    total = 2 * a.warmup + 2 * a.calls + a.legacy_calls + a.calls + 100
+    argv = [str(build / "maf-host"), "run", "--json", "--max-calls", str(total),
+            "--timeout", "600", "--tools-server", f"{python} {HERE / 'bench_tools_server.py'}",
+            "--tool", "echo", str(HERE / "bench_calls_program.py"), "--",
+            str(a.calls), str(a.legacy_calls), str(a.warmup), str(a.threads), str(a.rounds)]
+    env = dict(os.environ, TMPDIR=parent)
+    p = subprocess.run(argv, capture_output=True, timeout=900, env=env)
+    try:
+        rep = json.loads(p.stdout)
+    except ValueError:
+        sys.exit(f"maf-host failed ({p.returncode}): {p.stderr.decode().strip()}")
+    if rep["status"] != "exited" or rep["exit_code"] != 0:
+        sys.exit(f"the run ended {rep['status']} ({rep['exit_code']}): {rep.get('error')}\n"
+                 f"{rep['output'][-3000:]}")
+    inner = json.loads(rep["output"].strip().splitlines()[-1])
+    figures = {"run_dir_parent": parent, "fs": fs_type(parent), "paths": {},
+               "machine": {"cpus": os.cpu_count(),
+                           "loadavg": open("/proc/loadavg").read().split()[:3]}}
+    for name, samples in inner["samples_ns"].items():
+        s = sorted(samples)
+        mean_us = sum(s) / len(s) / 1000.0
+        figures["paths"][name] = {
+            "calls": len(s), "p50_us": pct(s, 0.50), "p99_us": pct(s, 0.99),
+            "mean_us": mean_us, "calls_per_s": 1e6 / mean_us,
+        }
+    par = inner["parallel"]
+    figures["parallel"] = {"threads": par["threads"], "calls": par["calls"],
+                           "calls_per_s": par["calls"] / (par["wall_ns"] / 1e9),
+                           "errors": par["errors"]}
+    figures["host"] = {"calls": rep["calls"], "ops": rep["ops"], "wall_ms": rep["wall_ms"],
+                       "transport": "auto (files, woken by inotify)"}
+    if a.json:
+        print(json.dumps(figures))
+        return
+    m = figures["machine"]
+    print(f"== run directory under {parent} ({figures['fs']}); {m['cpus']} CPUs, load "
+          f"{' '.join(m['loadavg'])}")
+    print(f"{'path':<15} {'calls':>6} {'p50 us':>9} {'p99 us':>9} {'mean us':>9} "
+          f"{'calls/s':>9}")
+    for name, f in figures["paths"].items():
+        print(f"{name:<15} {f['calls']:>6} {f['p50_us']:>9.0f} {f['p99_us']:>9.0f} "
+              f"{f['mean_us']:>9.0f} {f['calls_per_s']:>9.0f}")
+    pf = figures["parallel"]
+    print(f"channel-shim, {pf['threads']} threads at once: {pf['calls']} calls, "
+          f"{pf['calls_per_s']:.0f} calls/s" + (f"  ERRORS: {pf['errors']}" if pf["errors"]
+                                                 else ""))
+    ch = figures["paths"]["channel-shim"]
+    lg = figures["paths"]["legacy-files"]
+    best_rate = max(ch["calls_per_s"], pf["calls_per_s"])
+    print(f"against the targets: p50 {ch['p50_us']:.0f} us (target <= {TARGET_P50_US:.0f}: "
+          f"{'met' if ch['p50_us'] <= TARGET_P50_US else 'MISSED'}), "
+          f"{best_rate:.0f} calls/s (target >= {TARGET_RATE:.0f}: "
+          f"{'met' if best_rate >= TARGET_RATE else 'MISSED'}); "
+          f"legacy files p50 {lg['p50_us'] / 1000:.1f} ms, "
+          f"{lg['p50_us'] / ch['p50_us']:.0f}x the channel's")
+    ops = rep["ops"]
+    print(f"host side: {rep['calls']} calls served, backend ops {ops}, wall {rep['wall_ms']} ms")
+    print()
+
+
+if __name__ == "__main__":
+    main()

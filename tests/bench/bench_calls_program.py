@@ -1,0 +1,105 @@
+"""Runs in the sandbox for `make bench-calls`: times host-tool calls of the `echo` tool over
+the launcher's channel and over the legacy files, in the same run, and prints one JSON line.
+
+argv: CHANNEL_CALLS LEGACY_CALLS WARMUP THREADS ROUNDS
+
+Paths, each timed call by call (time.perf_counter_ns around the call):
+  channel-shim    the generated shim's call() (MAF_HOST_TOOLS_FD set: one connection per
+                  thread, newline-delimited JSON)
+  channel-client  the CLIENT of tests/integration/test_channel.py, copied: a connection of
+                  its own per call (socketpair + SCM_RIGHTS), one call on it
+  legacy-files    the generated shim loaded a second time with MAF_HOST_TOOLS_FD unset: the
+                  upstream behaviour (claim, .part + rename, poll the response every 0.05 s)
+The channel and legacy calls alternate in ROUNDS blocks, so both see the same machine.
+Throughput with THREADS threads calling through the shim at once is measured last."""
+import importlib.util
+import json
+import os
+import socket
+import sys
+import threading
+import time
+
+import maf_host_tools
+
+# ---- the CLIENT of tests/integration/test_channel.py, copied --------------------------------
+def connect():
+    chan = socket.socket(fileno=os.dup(int(os.environ["MAF_HOST_TOOLS_FD"])))
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    socket.send_fds(chan, [b"connect"], [b.fileno()])
+    b.close(); chan.close()
+    return a
+def client_call(name, cid=1, **arguments):
+    s = connect()
+    s.sendall(json.dumps({"id": cid, "name": name, "arguments": arguments}).encode() + b"\n")
+    f = s.makefile("rb")
+    line = f.readline()
+    s.close()
+    return json.loads(line)
+# ---------------------------------------------------------------------------------------------
+
+
+def legacy_shim():
+    """The shim module again, imported with MAF_HOST_TOOLS_FD unset: it takes the files."""
+    saved = os.environ.pop("MAF_HOST_TOOLS_FD")
+    try:
+        spec = importlib.util.spec_from_file_location("maf_host_tools_legacy",
+                                                      maf_host_tools.__file__)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+    finally:
+        os.environ["MAF_HOST_TOOLS_FD"] = saved
+    assert mod._CHANNEL_FD is None
+    return mod
+
+
+def timed(fn, n, samples):
+    for i in range(n):
+        t = time.perf_counter_ns()
+        v = fn(i)
+        samples.append(time.perf_counter_ns() - t)
+        assert v == {"i": i}, v
+
+
+def main():
+    channel_calls, legacy_calls, warmup, threads, rounds = map(int, sys.argv[1:6])
+    legacy = legacy_shim()
+    shim_call = maf_host_tools.call
+    via_shim = lambda i: shim_call("echo", i=i)
+    via_client = lambda i: client_call("echo", cid=i, i=i)["value"]
+    via_files = lambda i: legacy.call("echo", i=i)
+    got = {"channel-shim": [], "channel-client": [], "legacy-files": []}
+    timed(via_shim, warmup, [])
+    timed(via_client, warmup, [])
+    wall = {k: 0 for k in got}
+    for r in range(rounds):
+        for name, fn, n in (("channel-shim", via_shim, channel_calls // rounds),
+                            ("channel-client", via_client, channel_calls // rounds),
+                            ("legacy-files", via_files, legacy_calls // rounds)):
+            t = time.perf_counter_ns()
+            timed(fn, n, got[name])
+            wall[name] += time.perf_counter_ns() - t
+
+    # Throughput: THREADS threads calling through the shim at once.
+    per_thread = channel_calls // threads
+    errors = []
+
+    def worker():
+        try:
+            for i in range(per_thread):
+                v = shim_call("echo", i=i)
+                assert v == {"i": i}, v
+        except Exception as e:  # noqa: BLE001 - reported, not hidden
+            errors.append(repr(e))
+
+    ts = [threading.Thread(target=worker) for _ in range(threads)]
+    t = time.perf_counter_ns()
+    [x.start() for x in ts]
+    [x.join() for x in ts]
+    parallel_ns = time.perf_counter_ns() - t
+    print(json.dumps({"samples_ns": got, "wall_ns": wall,
+                      "parallel": {"threads": threads, "calls": per_thread * threads,
+                                   "wall_ns": parallel_ns, "errors": errors[:3]}}))
+
+
+main()
