@@ -1,5 +1,7 @@
 /* maf-launch: parse the subcommand and dispatch; nothing else lives here. */
+#include <fcntl.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <string.h>
 
 #include "commands.h"
@@ -43,10 +45,25 @@ static void usage(FILE *f)
 		   "127 not found.\n");
 }
 
+/* A caller may start us with stdin, stdout or stderr closed; the next open() would then
+ * land on 0, 1 or 2 and be clobbered by a later dup2 onto stdio. Fill them with /dev/null
+ * first, as tini and bubblewrap do. */
+static void fill_stdio(void)
+{
+	int fd;
+
+	do {
+		fd = open("/dev/null", O_RDWR);
+	} while (fd >= 0 && fd < 3);
+	if (fd > 2)
+		close(fd);
+}
+
 int main(int argc, char **argv)
 {
 	size_t i;
 
+	fill_stdio();
 	if (argc < 2) {
 		usage(stderr);
 		return MAFP_EXIT_USAGE;

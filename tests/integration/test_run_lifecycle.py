@@ -106,20 +106,8 @@ def test_no_process_of_the_run_holds_a_callers_extra_descriptor(run_dir):
         os.close(w)
 
 
-CLOSED_FDS_BUG = pytest.mark.xfail(strict=True, reason=(
-    "launcher bug: started with two or more of descriptors 0-2 closed, open_dirs "
-    "(guest/run.c) gets the run directory's descriptors as 0-2 and the supervisor's "
-    "dup2(/dev/null, 0..2) (guest/supervise.c, supervise()) overwrites them: the launch "
-    "fails with 125 'cannot enter the work directory: Not a directory', where the shell "
-    "launcher runs the program"))
-
-
 @pytest.mark.parametrize("closed", [
-    "<&-", ">&-", "2>&-",
-    pytest.param(">&- 2>&-", marks=CLOSED_FDS_BUG),
-    pytest.param("<&- >&-", marks=CLOSED_FDS_BUG),
-    pytest.param("<&- 2>&-", marks=CLOSED_FDS_BUG),
-    pytest.param("<&- >&- 2>&-", marks=CLOSED_FDS_BUG),
+    "<&-", ">&-", "2>&-", ">&- 2>&-", "<&- >&-", "<&- 2>&-", "<&- >&- 2>&-",
 ])
 def test_caller_with_closed_standard_descriptors(run_dir, launcher, closed):
     # Some exec implementations start the command with stdin (or more) closed; the program
