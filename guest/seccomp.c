@@ -51,6 +51,34 @@ static const unsigned long clone_ns_flags[] = {
 	CLONE_NEWCGROUP,
 };
 
+/* Denies each syscall in names outright (names the running libseccomp does not know are
+ * skipped: seccomp_syscall_resolve_name returns __NR_SCMP_ERROR). */
+static int deny_all(scmp_filter_ctx ctx, const char *const *names, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		int nr = seccomp_syscall_resolve_name(names[i]), rc;
+
+		if (nr == __NR_SCMP_ERROR)
+			continue;
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* Denies syscall nr when the low 32 bits of argument arg equal value. */
+static int deny_arg_eq(scmp_filter_ctx ctx, int nr, unsigned arg, uint32_t value)
+{
+	const struct scmp_arg_cmp is_value = {
+		.arg = arg, .op = SCMP_CMP_MASKED_EQ, .datum_a = 0xffffffffu, .datum_b = value,
+	};
+
+	return seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, is_value);
+}
+
 /* Denies sending a signal to pid (and, for kill, to its process group and to every
  * process at once): without Landlock's signal scope the program could otherwise kill its
  * supervisor, outlive the timeout and leave no exit marker. Pids are ints: the low 32 bits
@@ -75,11 +103,7 @@ static int protect_pid(scmp_filter_ctx ctx, int pid)
 		if (nr == __NR_SCMP_ERROR)
 			continue;
 		for (v = 0; v < nvalues; v++) {
-			const struct scmp_arg_cmp is_pid = {
-				.arg = targets[i].arg, .op = SCMP_CMP_MASKED_EQ,
-				.datum_a = 0xffffffffu, .datum_b = values[v],
-			};
-			int rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, is_pid);
+			int rc = deny_arg_eq(ctx, nr, targets[i].arg, values[v]);
 
 			if (rc < 0)
 				return rc;
@@ -106,41 +130,15 @@ static int protect_pid(scmp_filter_ctx ctx, int pid)
 
 static int deny_unscoped_signals(scmp_filter_ctx ctx)
 {
-	static const unsigned long fcntl_cmds[] = {FCNTL_F_SETOWN_EX};
-	static const unsigned long ioctl_cmds[] = {IOCTL_FIOSETOWN, IOCTL_SIOCSPGRP};
-	size_t i;
-	int rc;
+	int rc = deny_all(ctx, denied_unscoped, sizeof(denied_unscoped) / sizeof(denied_unscoped[0]));
 
-	for (i = 0; i < sizeof(denied_unscoped) / sizeof(denied_unscoped[0]); i++) {
-		int nr = seccomp_syscall_resolve_name(denied_unscoped[i]);
-
-		if (nr == __NR_SCMP_ERROR)
-			continue;
-		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
-		if (rc < 0)
-			return rc;
-	}
-	for (i = 0; i < sizeof(fcntl_cmds) / sizeof(fcntl_cmds[0]); i++) {
-		const struct scmp_arg_cmp cmd = {
-			.arg = 1, .op = SCMP_CMP_MASKED_EQ, .datum_a = 0xffffffffu,
-			.datum_b = fcntl_cmds[i],
-		};
-
-		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(fcntl), 1, cmd);
-		if (rc < 0)
-			return rc;
-	}
-	for (i = 0; i < sizeof(ioctl_cmds) / sizeof(ioctl_cmds[0]); i++) {
-		const struct scmp_arg_cmp cmd = {
-			.arg = 1, .op = SCMP_CMP_MASKED_EQ, .datum_a = 0xffffffffu,
-			.datum_b = ioctl_cmds[i],
-		};
-
-		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1, cmd);
-		if (rc < 0)
-			return rc;
-	}
-	return 0;
+	if (rc == 0)
+		rc = deny_arg_eq(ctx, SCMP_SYS(fcntl), 1, FCNTL_F_SETOWN_EX);
+	if (rc == 0)
+		rc = deny_arg_eq(ctx, SCMP_SYS(ioctl), 1, IOCTL_FIOSETOWN);
+	if (rc == 0)
+		rc = deny_arg_eq(ctx, SCMP_SYS(ioctl), 1, IOCTL_SIOCSPGRP);
+	return rc;
 }
 
 const char *mafl_seccomp_name(const struct mafl_policy *p)
@@ -163,15 +161,9 @@ static int build(const struct mafl_policy *p, scmp_filter_ctx *out)
 	rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
 	if (rc < 0)
 		goto fail;
-	for (i = 0; i < sizeof(denied) / sizeof(denied[0]); i++) {
-		int nr = seccomp_syscall_resolve_name(denied[i]);
-
-		if (nr == __NR_SCMP_ERROR)
-			continue;
-		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
-		if (rc < 0)
-			goto fail;
-	}
+	rc = deny_all(ctx, denied, sizeof(denied) / sizeof(denied[0]));
+	if (rc < 0)
+		goto fail;
 	for (i = 0; i < sizeof(clone_ns_flags) / sizeof(clone_ns_flags[0]); i++) {
 		const struct scmp_arg_cmp has_flag = {
 			.arg = 0, .op = SCMP_CMP_MASKED_EQ,
