@@ -113,12 +113,17 @@ test: setup
 	$(MAKE) integration
 
 # The same suites with AddressSanitizer and UndefinedBehaviorSanitizer: the launcher is built
-# against glibc for it (sanitizers need a dynamic C library), the host side as usual.
+# against glibc for it (sanitizers need a dynamic C library), the host side as usual. The unit
+# tests run with LeakSanitizer; the integration tests without it, because LeakSanitizer stops
+# the world with ptrace, which the sandbox's seccomp filter denies to every program in a run
+# (maf-launch call included): it would abort those processes, not find leaks.
 ASAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+ASAN_MAKE = BUILD=build/asan SAN="$(ASAN_FLAGS)" GUEST_CC="$(CC)" \
+	GUEST_CFLAGS="$(COMMON) $(WARN) -O1 -g -Iguest $(ASAN_FLAGS)" \
+	GUEST_LDFLAGS="$(ASAN_FLAGS)" GUEST_LIBS=-lseccomp
 asan: setup deps
-	$(MAKE) BUILD=build/asan SAN="$(ASAN_FLAGS)" GUEST_CC="$(CC)" \
-		GUEST_CFLAGS="$(COMMON) $(WARN) -O1 -g -Iguest $(ASAN_FLAGS)" \
-		GUEST_LDFLAGS="$(ASAN_FLAGS)" GUEST_LIBS=-lseccomp all unit integration
+	$(MAKE) $(ASAN_MAKE) all unit
+	ASAN_OPTIONS=detect_leaks=0 $(MAKE) $(ASAN_MAKE) integration
 
 size: $(BUILD)/maf-launch
 	@stat -c '%n: %s bytes' $<

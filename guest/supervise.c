@@ -15,6 +15,7 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
@@ -79,10 +80,21 @@ static __attribute__((noreturn)) void child_exec(const struct run_opts *o, const
 	sigset_t none;
 	int devnull, i, rc;
 
+	/* Raw syscalls: the C library refuses its own signals (32 and up) in sigaction and
+	 * keeps them in the mask, yet an ignored or blocked one would survive exec. */
 	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	for (i = 1; i < NSIG; i++)
-		signal(i, SIG_DFL);
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, (size_t)(_NSIG / 8));
+	for (i = 1; i < _NSIG; i++) {
+		struct {
+			void (*handler)(int);
+			unsigned long flags;
+			void (*restorer)(void);
+			unsigned long mask;
+		} dfl = {SIG_DFL, 0, NULL, 0};
+
+		if (i != SIGKILL && i != SIGSTOP)
+			syscall(SYS_rt_sigaction, i, &dfl, NULL, sizeof(dfl.mask));
+	}
 	devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (devnull < 0)
 		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, errno, "open /dev/null");

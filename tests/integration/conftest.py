@@ -130,3 +130,9 @@ def output_lines(report):
         if line.startswith("{"):
             out.append(json.loads(line))
     return out
+
+
+def launcher_is_static():
+    """False for the sanitizer build (make asan links the launcher against glibc)."""
+    out = subprocess.run(["readelf", "-l", str(LAUNCHER)], capture_output=True, text=True)
+    return out.returncode == 0 and "INTERP" not in out.stdout
