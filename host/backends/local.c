@@ -382,14 +382,17 @@ static int local_stat(void *ctx, const char *path, struct mafh_stat *out,
 
 /* ---- wait_change ------------------------------------------------------------------------- */
 
-/* Which events wake a wait: a file written and closed, or renamed in (every marker and
- * request is published by a rename); the directory itself removed or moved (the watch then
- * no longer says anything about the path). */
-#define WATCH_MASK (IN_MOVED_TO | IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
-/* The top directory also says when a subdirectory comes or leaves. Subdirectories are not
- * asked for IN_CREATE: a request is renamed in or written and closed, and every claim and
- * .part created there would wake the wait for nothing. */
-#define WATCH_MASK_TOP (WATCH_MASK | IN_CREATE | IN_DELETE | IN_MOVED_FROM)
+/* Which events wake a wait. In a subdirectory (host_tool_calls): a file renamed in, as
+ * every request is published (PROTOCOL.md), and the directory itself removed or moved (the
+ * watch then no longer says anything about the path). Not IN_CREATE nor IN_CLOSE_WRITE:
+ * each call's claim and .part would wake the wait twice for nothing, a context switch each
+ * (measured: 3.9 -> 2.2 switches and 140 -> 118 us of host CPU per call on a 2-CPU VM). A
+ * request written in place is still seen: every wait begins with a look, and the blocking
+ * driver waits in slices of 50 ms. */
+#define WATCH_MASK (IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
+/* The top directory (few events: the markers) also wakes on a file written and closed, and
+ * says when a subdirectory comes or leaves. */
+#define WATCH_MASK_TOP (WATCH_MASK | IN_CLOSE_WRITE | IN_CREATE | IN_DELETE | IN_MOVED_FROM)
 
 static void watched_reset(struct watched *w)
 {

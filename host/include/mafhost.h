@@ -216,10 +216,11 @@ int mafh_backend_wait_change(struct mafh_backend *b, const char *dir, const char
  * pipes and a timeout; files are the filesystem: write_file goes through a temporary name
  * and rename (a symlink planted at path is replaced, never followed), read_file refuses
  * symlinks (O_NOFOLLOW) and non-regular files (O_NONBLOCK + fstat: a FIFO never blocks) and
- * caps the read. wait_change is inotify (IN_CREATE, IN_MOVED_TO, IN_CLOSE_WRITE on dir and
- * the subdirectories named; directories opened without following symlinks; the inotify
- * descriptor and watches kept for the last dir waited on, so a wait costs no setup), or a
- * look every few milliseconds where inotify is unavailable. Caps: all of MAFH_CAP_*.
+ * caps the read. wait_change is inotify (a file renamed in, in dir or the subdirectories
+ * named; in dir also one written and closed; directories opened without following
+ * symlinks; the inotify descriptor and watches kept for the last dir waited on, so a wait
+ * costs no setup) after a look at the names, or a look every few milliseconds where
+ * inotify is unavailable. Caps: all of MAFH_CAP_*.
  * launcher_path is copied (NULL: "maf-launch"). The caller frees *out with
  * mafh_backend_free. */
 int mafh_backend_local_new(const char *launcher_path, struct mafh_backend **out);

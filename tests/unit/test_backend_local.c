@@ -273,6 +273,26 @@ static void test_wait_change(void **state)
 	assert_int_equal(pthread_create(&p.thread, NULL, publish, &p), 0);
 	assert_int_equal(mafh_backend_wait_change(b, ht, names2, 20000, &err), 1);
 	pthread_join(p.thread, NULL);
+	/* A request written in place (no rename: the program may write request files itself)
+	 * is not waited for by event, but every wait begins with a look: a later wait sees it.
+	 * (The loop bound is a safety net, not a measurement.) */
+	{
+		char path[600];
+		int fd, i, r = 0;
+
+		snprintf(path, sizeof(path), "%s", at("host_tools/host_tool_calls/0003.request.json"));
+		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		assert_true(fd >= 0);
+		assert_int_equal(write(fd, "{}", 2), 2);
+		close(fd);
+		for (i = 0; i < 200 && r != 1; i++)
+			r = mafh_backend_wait_change(b, ht,
+						     (const char *const[]){"host_tool_calls/0003."
+									   "request.json", NULL},
+						     50, &err);
+		assert_int_equal(r, 1);
+		unlink(path);
+	}
 	/* The exit marker, in the top directory. */
 	p.path = at("host_tools/program_exit_code");
 	assert_int_equal(pthread_create(&p.thread, NULL, publish, &p), 0);
