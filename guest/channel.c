@@ -16,7 +16,7 @@
 struct conn {
 	int fd;                 /* -1: slot free */
 	char *in;
-	size_t in_len;
+	size_t in_len, in_cap;  /* the line buffer grows from 4 KiB to MAFL_CHANNEL_LINE_MAX */
 	char *out;
 	size_t out_len, out_off;
 	int eof;                /* the peer closed its side: close once nothing is owed */
@@ -462,14 +462,22 @@ static void conn_read(struct channel *c, int i)
 		char *nl;
 		ssize_t n;
 
-		if (!k->in) {
-			k->in = malloc(MAFL_CHANNEL_LINE_MAX);
-			if (!k->in) {
+		if (k->in_len == k->in_cap) {
+			/* Kept for the connection's life: a call costs no allocation of its own. */
+			size_t cap = k->in_cap ? k->in_cap * 2 : 4096;
+			char *nb;
+
+			if (cap > MAFL_CHANNEL_LINE_MAX)
+				cap = MAFL_CHANNEL_LINE_MAX;
+			nb = realloc(k->in, cap);
+			if (!nb) {
 				conn_close(c, i);
 				return;
 			}
+			k->in = nb;
+			k->in_cap = cap;
 		}
-		n = recv(k->fd, k->in + k->in_len, MAFL_CHANNEL_LINE_MAX - k->in_len, MSG_DONTWAIT);
+		n = recv(k->fd, k->in + k->in_len, k->in_cap - k->in_len, MSG_DONTWAIT);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -481,8 +489,10 @@ static void conn_read(struct channel *c, int i)
 			k->eof = 1;
 			break;
 		}
+		/* Only the new bytes can hold the first newline: a long line costs one scan. */
+		nl = memchr(k->in + k->in_len, '\n', (size_t)n);
 		k->in_len += (size_t)n;
-		while (k->fd >= 0 && (nl = memchr(k->in, '\n', k->in_len))) {
+		for (; nl && k->fd >= 0; nl = memchr(k->in, '\n', k->in_len)) {
 			size_t len = (size_t)(nl - k->in);
 
 			handle_call(c, i, k->in, len);
@@ -501,10 +511,6 @@ static void conn_read(struct channel *c, int i)
 			k->eof = 1;	/* no way to find the next line: stop reading */
 			break;
 		}
-	}
-	if (k->fd >= 0 && k->in_len == 0 && k->in) {
-		free(k->in);	/* idle connections hold no line buffer */
-		k->in = NULL;
 	}
 }
 
