@@ -110,6 +110,7 @@ integration: all $(PROBE_BIN)
 test: setup
 	$(MAKE) all
 	$(MAKE) unit
+	$(MAKE) fuzz-smoke
 	$(MAKE) integration
 
 # The same suites with AddressSanitizer and UndefinedBehaviorSanitizer: the launcher is built
