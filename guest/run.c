@@ -58,18 +58,6 @@ static void usage(FILE *f)
 		"cannot be executed, 127 PROGRAM not found.\n");
 }
 
-/* Returns the option's value, from "--opt=value" or the next argument. */
-static const char *opt_value(int argc, char **argv, int *i, const char *name)
-{
-	const char *eq = strchr(argv[*i], '=');
-
-	if (eq)
-		return eq + 1;
-	if (*i + 1 >= argc)
-		die(MAFP_EXIT_USAGE, "%s needs a value", name);
-	return argv[++*i];
-}
-
 void run_parse_args(int argc, char **argv, struct run_opts *o)
 {
 	const char *run_dir = NULL, *why;
@@ -83,9 +71,9 @@ void run_parse_args(int argc, char **argv, struct run_opts *o)
 	o->policy.landlock = 1;
 
 	for (i = 1; i < argc; i++) {
-		char name[32];
+		static const char *const policy_opts[] = {"--egress", "--seccomp", "--landlock"};
 		const char *a = argv[i], *v;
-		size_t n;
+		size_t k;
 
 		if (strcmp(a, "--") == 0) {
 			i++;
@@ -97,31 +85,22 @@ void run_parse_args(int argc, char **argv, struct run_opts *o)
 			usage(stdout);
 			exit(0);
 		}
-		n = strcspn(a, "=");
-		if (n >= sizeof(name))
-			die(MAFP_EXIT_USAGE, "unknown option '%s' (try 'maf-launch run --help')", a);
-		memcpy(name, a, n);
-		name[n] = '\0';
-		if (strcmp(name, "--run-dir") == 0) {
-			run_dir = opt_value(argc, argv, &i, name);
-		} else if (strcmp(name, "--timeout") == 0) {
-			v = opt_value(argc, argv, &i, name);
+		if (opt_take(argc, argv, &i, "--run-dir", &v)) {
+			run_dir = v;
+		} else if (opt_take(argc, argv, &i, "--timeout", &v)) {
 			if (parse_seconds_ms(v, 86400000LL * 365, &o->timeout_ms) < 0 ||
 			    o->timeout_ms == 0)
 				die(MAFP_EXIT_USAGE, "--timeout takes a positive number of seconds, "
 				    "not '%s'", v);
-		} else if (strcmp(name, "--grace") == 0) {
-			v = opt_value(argc, argv, &i, name);
+		} else if (opt_take(argc, argv, &i, "--grace", &v)) {
 			if (parse_seconds_ms(v, 3600000LL, &o->grace_ms) < 0)
 				die(MAFP_EXIT_USAGE, "--grace takes a number of seconds up to 3600, "
 				    "not '%s'", v);
-		} else if (strcmp(name, "--max-output-bytes") == 0) {
-			v = opt_value(argc, argv, &i, name);
+		} else if (opt_take(argc, argv, &i, "--max-output-bytes", &v)) {
 			if (parse_u64(v, 1ull << 50, &o->max_output) < 0)
 				die(MAFP_EXIT_USAGE, "--max-output-bytes takes a byte count, not '%s'",
 				    v);
-		} else if (strcmp(name, "--tool") == 0) {
-			v = opt_value(argc, argv, &i, name);
+		} else if (opt_take(argc, argv, &i, "--tool", &v)) {
 			if (!mafp_tool_name_valid(v))
 				die(MAFP_EXIT_USAGE, "--tool takes a tool name (1 to %d printable "
 				    "characters, no space, '/', '\\' or '\"'), not '%s'",
@@ -131,17 +110,20 @@ void run_parse_args(int argc, char **argv, struct run_opts *o)
 				die(MAFP_EXIT_LAUNCHER, "out of memory");
 			o->tools[ntools++] = (char *)v;
 			o->tools[ntools] = NULL;
-		} else if (strcmp(name, "--max-calls") == 0) {
-			v = opt_value(argc, argv, &i, name);
+		} else if (opt_take(argc, argv, &i, "--max-calls", &v)) {
 			if (parse_u64(v, MAFP_CALL_ID_MAX, &o->max_calls) < 0 || o->max_calls == 0)
 				die(MAFP_EXIT_USAGE, "--max-calls takes a positive count up to %d, "
 				    "not '%s'", MAFP_CALL_ID_MAX, v);
-		} else if (strcmp(name, "--egress") == 0 || strcmp(name, "--seccomp") == 0 ||
-			   strcmp(name, "--landlock") == 0) {
-			v = opt_value(argc, argv, &i, name);
-			mafl_policy_option(&o->policy, name, v);
 		} else {
-			die(MAFP_EXIT_USAGE, "unknown option '%s' (try 'maf-launch run --help')", a);
+			for (k = 0; k < sizeof(policy_opts) / sizeof(policy_opts[0]); k++) {
+				if (opt_take(argc, argv, &i, policy_opts[k], &v)) {
+					mafl_policy_option(&o->policy, policy_opts[k], v);
+					break;
+				}
+			}
+			if (k == sizeof(policy_opts) / sizeof(policy_opts[0]))
+				die(MAFP_EXIT_USAGE, "unknown option '%s' (try 'maf-launch run "
+				    "--help')", a);
 		}
 	}
 	if (!run_dir)
