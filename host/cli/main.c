@@ -11,13 +11,19 @@
 const char *cli_prog = "maf-host";
 const char *cli_argv0 = "maf-host";
 
+/* "maf-host CMD: MESSAGE" on stderr, without the line's end. */
+static void vsay(const char *fmt, va_list ap)
+{
+	fprintf(stderr, "%s: ", cli_prog);
+	vfprintf(stderr, fmt, ap);
+}
+
 void cli_warn(const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "%s: ", cli_prog);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsay(fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
 }
@@ -26,9 +32,8 @@ void cli_usage_error(const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "%s: ", cli_prog);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsay(fmt, ap);
 	va_end(ap);
 	fprintf(stderr, " (try '%s --help')\n", cli_prog);
 	exit(CLI_EXIT_USAGE);
@@ -38,9 +43,8 @@ void cli_die(int code, const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "%s: ", cli_prog);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsay(fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
 	exit(code);
