@@ -11,7 +11,7 @@ SAN ?=
 
 WARN := -Wall -Wextra -Werror
 HARDEN := -D_FORTIFY_SOURCE=2 -fstack-protector-strong
-COMMON := -std=c11 -D_GNU_SOURCE -Ishared -I$(TP)/cjson -DCJSON_NESTING_LIMIT=128
+COMMON := -std=c11 -D_GNU_SOURCE -Ishared -I$(TP)/cjson -I$(BUILD)/gen -DCJSON_NESTING_LIMIT=128
 CJSON_FLAGS := -std=c11 -O2 -DCJSON_NESTING_LIMIT=128 -w
 
 # The guest: static musl unless GUEST_CC is overridden (make asan builds it with glibc).
@@ -68,6 +68,17 @@ $(BUILD)/guest-obj/cJSON.o: $(TP_STAMP)
 $(BUILD)/guest-obj/%.o: %.c $(TP_STAMP) $(wildcard guest/*.h shared/*.h)
 	@mkdir -p $(dir $@)
 	$(GUEST_CC) $(GUEST_CFLAGS) -c $< -o $@
+
+# The seccomp filters a run loads, built with libseccomp now rather than in every run
+# (guest/gen/filtergen.c says how, and what it checks).
+$(BUILD)/gen/filtergen: guest/gen/filtergen.c guest/seccomp.c guest/contain.h $(TP_STAMP)
+	@mkdir -p $(dir $@)
+	$(GUEST_CC) $(GUEST_CFLAGS) -Iguest -DMAFL_FILTERGEN -o $@ guest/gen/filtergen.c guest/seccomp.c \
+		$(GUEST_LDFLAGS) $(GUEST_LIBS)
+$(BUILD)/gen/seccomp_filters.h: $(BUILD)/gen/filtergen
+	$< > $@.tmp
+	mv $@.tmp $@
+$(BUILD)/guest-obj/guest/seccomp.o $(BUILD)/host-obj/guest/seccomp.o: $(BUILD)/gen/seccomp_filters.h
 
 $(BUILD)/maf-launch: $(GUEST_OBJ)
 	$(GUEST_CC) $(GUEST_LDFLAGS) -o $@ $^ $(GUEST_LIBS)
@@ -130,7 +141,7 @@ size: $(BUILD)/maf-launch
 	@stat -c '%n: %s bytes' $<
 
 clean:
-	rm -rf $(BUILD)/guest-obj $(BUILD)/host-obj $(BUILD)/tests $(BUILD)/probes \
+	rm -rf $(BUILD)/gen $(BUILD)/guest-obj $(BUILD)/host-obj $(BUILD)/tests $(BUILD)/probes \
 		$(BUILD)/maf-launch $(BUILD)/maf-host $(BUILD)/libmafhost.a $(BUILD)/asan
 
 -include tests/bench/bench.mk

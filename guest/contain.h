@@ -3,6 +3,7 @@
 #define MAFL_CONTAIN_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 struct mafl_policy {
 	int seccomp;      /* 1: the default filter; 0: none */
@@ -17,6 +18,15 @@ struct mafl_policy {
 int mafl_seccomp_load(const struct mafl_policy *p);
 /* Writes the filter for p as libseccomp's PFC text to fd. Returns 0, or a negative errno. */
 int mafl_seccomp_export_pfc(const struct mafl_policy *p, int fd);
+struct sock_filter;
+/* Builds the filter for p with libseccomp into f (room for max instructions). Returns the
+ * number of instructions (0 with the filter off), or a negative errno (E2BIG: max too
+ * small). */
+ssize_t mafl_seccomp_build_bpf(const struct mafl_policy *p, struct sock_filter *f, size_t max);
+/* Compares the prebuilt filter a run loads for p with the one libseccomp builds now.
+ * Returns 0 when they are the same instructions, 1 when no prebuilt filter applies (a run
+ * would use libseccomp), -1 when they differ or libseccomp fails; why says how. */
+int mafl_seccomp_check(const struct mafl_policy *p, char *why, size_t size);
 /* The name recorded in program_exit.json: "off", "default" or "default+egress". */
 const char *mafl_seccomp_name(const struct mafl_policy *p);
 

@@ -45,13 +45,41 @@ int mafl_policy_option(struct mafl_policy *p, const char *opt, const char *val)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: maf-launch policy [--egress closed|open] [--seccomp default|off]\n"
-		   "                         [--supervisor-pid PID]\n"
+		   "                         [--supervisor-pid PID] [--check]\n"
 		   "\n"
 		   "Prints the seccomp filter 'maf-launch run' would load with the same options, as\n"
 		   "libseccomp's pseudo filter code (PFC). Prints nothing with --seccomp off.\n"
 		   "The filter denies signals to the run's supervisor, so it names its pid: a run\n"
-		   "fills in its own; PID (default %d) stands for it here.\n",
+		   "fills in its own; PID (default %d) stands for it here.\n"
+		   "\n"
+		   "A run does not build the filter: it loads one libseccomp built when maf-launch\n"
+		   "was built, with the supervisor's pid filled in. --check builds the filter with\n"
+		   "libseccomp now, with and without Landlock's signal scope, and compares: exit 0\n"
+		   "when a run would load exactly those instructions, 1 (and why) when not.\n",
 		POLICY_EXAMPLE_SUPERVISOR);
+}
+
+static int check_prebuilt(struct mafl_policy *p)
+{
+	char why[256];
+	int scoped;
+
+	for (scoped = 0; scoped < 2; scoped++) {
+		const char *how = scoped ? "with Landlock's signal scope" : "without Landlock's "
+			"signal scope";
+		int rc;
+
+		p->signals_scoped = scoped;
+		rc = mafl_seccomp_check(p, why, sizeof(why));
+		if (rc != 0) {
+			fprintf(stderr, "%s: %s, supervisor %d: %s\n", mafl_prog, how,
+				p->supervisor, why);
+			return 1;
+		}
+		printf("%s, supervisor %d: the prebuilt filter is libseccomp's\n", how,
+		       p->supervisor);
+	}
+	return 0;
 }
 
 int cmd_policy(int argc, char **argv)
@@ -59,7 +87,7 @@ int cmd_policy(int argc, char **argv)
 	struct mafl_policy p = {.seccomp = 1, .egress_open = 0, .landlock = 1,
 				.supervisor = POLICY_EXAMPLE_SUPERVISOR};
 	unsigned long long pid;
-	int i, rc;
+	int i, rc, check = 0;
 
 	for (i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
@@ -72,6 +100,10 @@ int cmd_policy(int argc, char **argv)
 			p.supervisor = (int)pid;
 			continue;
 		}
+		if (strcmp(argv[i], "--check") == 0) {
+			check = 1;
+			continue;
+		}
 		if (strcmp(argv[i], "--landlock") != 0 &&
 		    mafl_policy_option(&p, argv[i], i + 1 < argc ? argv[i + 1] : NULL)) {
 			i++;
@@ -80,6 +112,8 @@ int cmd_policy(int argc, char **argv)
 		usage(stderr);
 		die(MAFP_EXIT_USAGE, "unknown option '%s'", argv[i]);
 	}
+	if (check)
+		return check_prebuilt(&p);
 	fflush(stdout);
 	rc = mafl_seccomp_export_pfc(&p, 1);
 	if (rc < 0)

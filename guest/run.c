@@ -1,4 +1,4 @@
-/* maf-launch run: validate, prepare the run directory, fork the supervisor and return once
+/* maf-launch run: validate, prepare the run directory, start the supervisor and return once
  * the program has really been exec'd (or report why not). */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +14,7 @@
 #include "commands.h"
 #include "protocol.h"
 #include "run.h"
+#include "spawn.h"
 #include "util.h"
 
 extern char **environ;
@@ -186,8 +187,10 @@ char **run_build_env(char *const *env, const char *run_dir)
 	pplen = strlen("PYTHONPATH=") + strlen(run_dir) + strlen("/" MAFP_DIR_HOST_TOOLS) +
 		(old_pp ? strlen(old_pp) + 1 : 0) + 1;
 	pp = malloc(pplen);
-	if (!pp)
-		goto fail;
+	if (!pp) {
+		free(newenv);
+		return NULL;
+	}
 	w = pp + sprintf(pp, "PYTHONPATH=%s/%s", run_dir, MAFP_DIR_HOST_TOOLS);
 	while (old_pp && *old_pp) {
 		size_t n = strcspn(old_pp, ":");
@@ -209,23 +212,20 @@ char **run_build_env(char *const *env, const char *run_dir)
 		    env_is(env[i], "PYTHONNOUSERSITE") || env_is(env[i], "MAF_HOST_TOOLS_FD") ||
 		    env_is(env[i], "MAF_HOST_TOOLS"))
 			continue;
-		newenv[out] = strdup(env[i]);
-		if (!newenv[out++])
-			goto fail;
+		newenv[out++] = env[i];
 	}
-	newenv[out] = strdup("PYTHONUNBUFFERED=1");
-	if (!newenv[out++])
-		goto fail;
-	newenv[out] = strdup("PYTHONNOUSERSITE=1");
-	if (!newenv[out++])
-		goto fail;
+	newenv[out++] = (char *)"PYTHONUNBUFFERED=1";
+	newenv[out++] = (char *)"PYTHONNOUSERSITE=1";
 	newenv[out] = NULL;
 	return newenv;
-fail:
-	for (i = 0; i < out; i++)
-		free(newenv[i]);
-	free(newenv);
-	return NULL;
+}
+
+void run_free_env(char **env)
+{
+	if (env) {
+		free(env[0]);
+		free(env);
+	}
 }
 
 /* Opens R/name as a directory, creating it if absent; a symlink there is refused. */
@@ -265,16 +265,69 @@ static void open_dirs(const struct run_opts *o, struct run_dirs *d)
 	d->host_tools = open_subdir(d->run, o->run_dir, MAFP_DIR_HOST_TOOLS);
 }
 
+struct supervisor_args {
+	const struct run_opts *o;
+	const struct run_dirs *d;
+	int report_r, report_w;
+};
+
+static int supervisor_main(void *arg)
+{
+	const struct supervisor_args *a = arg;
+
+	close(a->report_r);
+	supervise(a->o, a->d, a->report_w);
+}
+
+/* The launcher after the supervisor has started: it may share the supervisor's memory
+ * (spawn.h), so it uses nothing but raw system calls and the bytes of the report. */
+static __attribute__((noreturn)) void finish(pid_t sup, int report_r)
+{
+	static const char died[] = ": the supervisor ended before the program started\n";
+	static const char unwritable[] = ": cannot write to stdout\n";
+	struct launch_report rep;
+	size_t got = 0, len;
+	int fd;
+
+	while (got < sizeof(rep)) {
+		long n = mafl_raw_read(report_r, (char *)&rep + got, sizeof(rep) - got);
+
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	if (got != sizeof(rep) || rep.len >= sizeof(rep.text)) {
+		/* The supervisor died before it could say; reap it so no zombie is left. */
+		mafl_raw_wait(sup);
+		mafl_raw_write(2, mafl_prog, strlen(mafl_prog));
+		mafl_raw_write(2, died, sizeof(died) - 1);
+		mafl_raw_exit(MAFP_EXIT_LAUNCHER);
+	}
+	fd = rep.exit_code == 0 ? 1 : 2;
+	for (len = 0; len < rep.len;) {
+		long n = mafl_raw_write(fd, rep.text + len, rep.len - len);
+
+		if (n <= 0) {
+			if (fd == 1) {
+				mafl_raw_write(2, mafl_prog, strlen(mafl_prog));
+				mafl_raw_write(2, unwritable, sizeof(unwritable) - 1);
+				mafl_raw_exit(MAFP_EXIT_LAUNCHER);
+			}
+			break;
+		}
+		len += (size_t)n;
+	}
+	mafl_raw_exit(rep.exit_code);
+}
+
 int cmd_run(int argc, char **argv)
 {
-	struct run_opts o;
-	struct run_dirs d;
-	struct launch_report rep;
-	struct mafp_launch_info info;
+	/* Static: the supervisor goes on reading them after this process has exited. */
+	static struct run_opts o;
+	static struct run_dirs d;
+	static struct supervisor_args a;
 	int pipefd[2];
-	ssize_t n;
 	pid_t sup;
-	char *line;
 
 	run_parse_args(argc, argv, &o);
 	/* Descriptors the caller leaked to us (beyond stdio) must reach neither the supervisor
@@ -292,39 +345,14 @@ int cmd_run(int argc, char **argv)
 	if (pipe2(pipefd, O_CLOEXEC) < 0)
 		die_errno(MAFP_EXIT_LAUNCHER, "cannot create a pipe");
 	fflush(NULL);
-	sup = fork();
+	a.o = &o;
+	a.d = &d;
+	a.report_r = pipefd[0];
+	a.report_w = pipefd[1];
+	sup = mafl_spawn_shared(supervisor_main, &a);
 	if (sup < 0)
-		die_errno(MAFP_EXIT_LAUNCHER, "cannot fork the supervisor");
-	if (sup == 0) {
-		close(pipefd[0]);
-		supervise(&o, &d, pipefd[1]);
-	}
-	close(pipefd[1]);
-	/* The environment and the tool list are the supervisor's now. */
-	for (char **e = o.envp; *e; e++)
-		free(*e);
-	free(o.envp);
-	free(o.tools);
-	n = read_full(pipefd[0], &rep, sizeof(rep));
-	if (n != (ssize_t)sizeof(rep)) {
-		int st;
-
-		/* The supervisor died before it could say; reap it so no zombie is left. */
-		waitpid(sup, &st, 0);
-		die(MAFP_EXIT_LAUNCHER, "the supervisor ended before the program started");
-	}
-	rep.message[sizeof(rep.message) - 1] = '\0';
-	if (rep.exit_code != 0)
-		die(rep.exit_code, "%s", rep.message);
-	info.pid = rep.pid;
-	info.supervisor_pid = sup;
-	info.session = rep.session;
-	line = mafp_launch_info_encode(&info);
-	if (!line)
-		die(MAFP_EXIT_LAUNCHER, "out of memory");
-	printf("%s\n%s\n", line, MAFP_SESSION_LINE);
-	free(line);
-	if (fflush(stdout) != 0)
-		die_errno(MAFP_EXIT_LAUNCHER, "cannot write to stdout");
-	return 0;
+		die_errno(MAFP_EXIT_LAUNCHER, "cannot start the supervisor");
+	/* From here on the supervisor owns the heap, stdio and errno. */
+	mafl_raw_close(pipefd[1]);
+	finish(sup, pipefd[0]);
 }

@@ -24,12 +24,13 @@ struct run_opts {
 	char **envp;                        /* the program's environment, built by run.c */
 };
 
-/* What the supervisor tells the launcher through the status pipe, once. */
+/* What the supervisor tells the launcher through the status pipe, once: the launcher writes
+ * text as it is, to stdout when exit_code is 0 and to stderr otherwise, and exits with
+ * exit_code. (It shares the supervisor's memory, so it formats nothing itself.) */
 struct launch_report {
 	int exit_code;          /* 0: the program was exec'd; else the launcher's exit code */
-	pid_t pid;
-	pid_t session;
-	char message[400];      /* the one line for stderr when exit_code != 0 */
+	unsigned len;           /* bytes of text */
+	char text[512];         /* the launch line and the session line, or one error line */
 };
 
 /* Open directories of the run, by file descriptor so no path is resolved twice. */
@@ -45,15 +46,18 @@ void run_parse_args(int argc, char **argv, struct run_opts *o);
 
 /* Builds the program's environment from env (NULL-terminated): PYTHONPATH rebuilt with
  * R/host_tools first then only inherited entries that are absolute, canonical and outside
- * R; PYTHONUNBUFFERED=1; PYTHONNOUSERSITE=1. Returns a malloc'd array of malloc'd strings,
- * or NULL on allocation failure. */
+ * R; PYTHONUNBUFFERED=1; PYTHONNOUSERSITE=1. Returns a malloc'd array whose first entry
+ * (PYTHONPATH) is malloc'd and whose others are env's own strings or constants, or NULL on
+ * allocation failure. Free it with run_free_env(). */
 char **run_build_env(char *const *env, const char *run_dir);
+void run_free_env(char **env);
 
 /* Keeps or drops one inherited PYTHONPATH entry (1 keep, 0 drop), as the shell launcher does. */
 int run_pythonpath_entry_ok(const char *entry, size_t len, const char *run_dir);
 
-/* The supervisor: forks and execs the program, reports the launch through report_fd, then
- * supervises it to the end and writes the markers. Never returns. */
+/* The supervisor: starts the program, reports the launch through report_fd, then
+ * supervises it to the end and writes the markers. Never returns. It may share the
+ * launcher's memory (spawn.h): o and d must stay as they are. */
 __attribute__((noreturn)) void supervise(const struct run_opts *o, const struct run_dirs *d,
 					 int report_fd);
 

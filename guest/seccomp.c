@@ -6,12 +6,26 @@
 #include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <seccomp.h>
 
 #include "contain.h"
+
+#ifndef MAFL_FILTERGEN
+/* mafl_prebuilt[egress_open][signals_scoped]: the filters build() makes, exported by
+ * guest/gen/filtergen.c when the launcher is built, with the supervisor's pid left for
+ * the run to fill in. */
+#include "seccomp_filters.h"
+#endif
 
 #ifndef CLONE_NEWCGROUP
 #define CLONE_NEWCGROUP 0x02000000
@@ -209,6 +223,28 @@ fail:
 	return rc;
 }
 
+#ifndef MAFL_FILTERGEN
+/* The prebuilt filter for p with p->supervisor filled in, into f (room for
+ * MAFL_PREBUILT_MAX instructions). Returns its length, or 0 when none applies. Every
+ * supervisor pid above 1 gives the same layout (filtergen checks it at build time, and
+ * `maf-launch policy --check` against libseccomp at run time): pid 1 would make -pid equal
+ * -1 in kill's rules, which libseccomp would merge. */
+static size_t prebuilt(const struct mafl_policy *p, struct sock_filter *f)
+{
+	const struct mafl_prebuilt *t = &mafl_prebuilt[!!p->egress_open][!!p->signals_scoped];
+	size_t i;
+
+	if (p->supervisor <= 1)
+		return 0;
+	memcpy(f, t->insns, t->len * sizeof(*f));
+	for (i = 0; i < t->npid; i++)
+		f[t->pid_at[i]].k = (uint32_t)p->supervisor;
+	for (i = 0; i < t->nnegpid; i++)
+		f[t->negpid_at[i]].k = (uint32_t)-p->supervisor;
+	return t->len;
+}
+#endif
+
 int mafl_seccomp_load(const struct mafl_policy *p)
 {
 	scmp_filter_ctx ctx;
@@ -216,6 +252,18 @@ int mafl_seccomp_load(const struct mafl_policy *p)
 
 	if (!p->seccomp)
 		return 0;
+#ifndef MAFL_FILTERGEN
+	{
+		/* The run's path: no libseccomp (it takes most of a millisecond to build the
+		 * filter, and allocates), just the kernel call seccomp_load would make. */
+		struct sock_filter f[MAFL_PREBUILT_MAX];
+		struct sock_fprog prog = {.len = (unsigned short)prebuilt(p, f), .filter = f};
+
+		if (prog.len > 0)
+			return syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0 ? -errno
+											    : 0;
+	}
+#endif
 	rc = build(p, &ctx);
 	if (rc < 0)
 		return rc;
@@ -238,3 +286,78 @@ int mafl_seccomp_export_pfc(const struct mafl_policy *p, int fd)
 	seccomp_release(ctx);
 	return rc;
 }
+
+ssize_t mafl_seccomp_build_bpf(const struct mafl_policy *p, struct sock_filter *f, size_t max)
+{
+	scmp_filter_ctx ctx;
+	ssize_t n;
+	off_t len;
+	int rc, fd;
+
+	if (!p->seccomp)
+		return 0;
+	rc = build(p, &ctx);
+	if (rc < 0)
+		return rc;
+	fd = memfd_create("maf-launch-bpf", MFD_CLOEXEC);
+	if (fd < 0) {
+		rc = -errno;
+		seccomp_release(ctx);
+		return rc;
+	}
+	rc = seccomp_export_bpf(ctx, fd);
+	seccomp_release(ctx);
+	if (rc < 0)
+		goto out;
+	len = lseek(fd, 0, SEEK_END);
+	if (len < 0 || len % (off_t)sizeof(*f) != 0) {
+		rc = -EIO;
+		goto out;
+	}
+	if ((size_t)len / sizeof(*f) > max) {
+		rc = -E2BIG;
+		goto out;
+	}
+	n = pread(fd, f, (size_t)len, 0);
+	rc = n == len ? (int)(len / (off_t)sizeof(*f)) : -EIO;
+out:
+	close(fd);
+	return rc;
+}
+
+#ifndef MAFL_FILTERGEN
+int mafl_seccomp_check(const struct mafl_policy *p, char *why, size_t size)
+{
+	struct sock_filter built[MAFL_PREBUILT_MAX], pre[MAFL_PREBUILT_MAX];
+	ssize_t n = mafl_seccomp_build_bpf(p, built, MAFL_PREBUILT_MAX);
+	size_t m, i;
+
+	if (n < 0) {
+		snprintf(why, size, "libseccomp cannot build the filter: %s", strerror((int)-n));
+		return -1;
+	}
+	if (!p->seccomp)
+		return 0;
+	m = prebuilt(p, pre);
+	if (m == 0) {
+		snprintf(why, size, "no prebuilt filter applies to supervisor pid %d; a run would "
+			 "build it with libseccomp", p->supervisor);
+		return 1;
+	}
+	if ((size_t)n != m) {
+		snprintf(why, size, "libseccomp builds %zd instructions, the prebuilt filter has %zu",
+			 n, m);
+		return -1;
+	}
+	for (i = 0; i < m; i++) {
+		if (memcmp(&built[i], &pre[i], sizeof(pre[i])) != 0) {
+			snprintf(why, size, "instruction %zu differs: libseccomp {0x%04x, %u, %u, "
+				 "0x%08x}, prebuilt {0x%04x, %u, %u, 0x%08x}", i, built[i].code,
+				 built[i].jt, built[i].jf, built[i].k, pre[i].code, pre[i].jt,
+				 pre[i].jf, pre[i].k);
+			return -1;
+		}
+	}
+	return 0;
+}
+#endif

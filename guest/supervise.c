@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,7 @@
 #include "contain.h"
 #include "protocol.h"
 #include "run.h"
+#include "spawn.h"
 #include "tree.h"
 #include "util.h"
 
@@ -39,20 +41,42 @@ struct child_msg {
 	char what[96];          /* FAIL: the step that failed */
 };
 
-static void send_report(int fd, int code, pid_t pid, pid_t session, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
-static void send_report(int fd, int code, pid_t pid, pid_t session, const char *fmt, ...)
+/* Tells the launcher how the launch went, once: the error line for its stderr. */
+static void send_report(int fd, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void send_report(int fd, int code, const char *fmt, ...)
 {
 	struct launch_report rep;
+	char line[sizeof(rep.text) - 64];
 	va_list ap;
+	int n;
 
 	memset(&rep, 0, sizeof(rep));
 	rep.exit_code = code;
-	rep.pid = pid;
-	rep.session = session;
 	va_start(ap, fmt);
-	vsnprintf(rep.message, sizeof(rep.message), fmt, ap);
+	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
+	n = snprintf(rep.text, sizeof(rep.text), "%s: %s\n", mafl_prog, line);
+	rep.len = n < (int)sizeof(rep.text) ? (unsigned)n : (unsigned)sizeof(rep.text) - 1;
+	write_all(fd, &rep, sizeof(rep));
+	close(fd);
+}
+
+/* Tells the launcher the program runs: the lines for its stdout. */
+static void send_started(int fd, pid_t pid)
+{
+	struct launch_report rep;
+	struct mafp_launch_info info = {.pid = pid, .supervisor_pid = getpid(), .session = pid};
+	char *line = mafp_launch_info_encode(&info);
+	int n;
+
+	if (!line) {
+		send_report(fd, MAFP_EXIT_LAUNCHER, "out of memory");
+		return;
+	}
+	memset(&rep, 0, sizeof(rep));
+	n = snprintf(rep.text, sizeof(rep.text), "%s\n%s\n", line, MAFP_SESSION_LINE);
+	free(line);
+	rep.len = (unsigned)n;
 	write_all(fd, &rep, sizeof(rep));
 	close(fd);
 }
@@ -70,6 +94,41 @@ static __attribute__((noreturn)) void child_fail(int fd, int code, int err, cons
 	_exit(code);
 }
 
+/* The signals this process ignores, from SigIgn in /proc/self/status (bit N-1 for signal
+ * N): three system calls rather than one sigaction per signal. Without /proc, all of them. */
+static uint64_t ignored_signals(void)
+{
+	static const char key[] = "SigIgn:\t";
+	char buf[2048], *p, *end;
+	uint64_t mask = 0;
+	ssize_t n = -1;
+	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		n = read_full(fd, buf, sizeof(buf));
+		close(fd);
+	}
+	if (n <= 0)
+		return ~(uint64_t)0;
+	end = buf + n;
+	for (p = buf; (size_t)(end - p) > sizeof(key) && memcmp(p, key, sizeof(key) - 1) != 0;) {
+		p = memchr(p, '\n', (size_t)(end - p));
+		if (!p)
+			return ~(uint64_t)0;
+		p++;
+	}
+	if ((size_t)(end - p) <= sizeof(key))
+		return ~(uint64_t)0;
+	for (p += sizeof(key) - 1; p < end && *p != '\n'; p++) {
+		int d = *p >= '0' && *p <= '9' ? *p - '0' : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 : -1;
+
+		if (d < 0 || mask >> 60)
+			return ~(uint64_t)0;
+		mask = mask << 4 | (uint64_t)d;
+	}
+	return p < end ? mask : ~(uint64_t)0;
+}
+
 /* In the program's process: stdio, session, containment in DESIGN.md's order, exec. */
 static __attribute__((noreturn)) void child_exec(const struct run_opts *o, const struct run_dirs *d,
 						 int out_w, int msg_fd, int chan_fd, char **envp)
@@ -78,13 +137,16 @@ static __attribute__((noreturn)) void child_exec(const struct run_opts *o, const
 	struct mafl_policy policy = o->policy;
 	pid_t supervisor = getppid();
 	sigset_t none;
+	uint64_t ignored;
 	int devnull, i, rc;
 
 	/* Raw syscalls: the C library refuses its own signals (32 and up) in sigaction and
-	 * keeps them in the mask, yet an ignored or blocked one would survive exec. */
+	 * keeps them in the mask, yet an ignored or blocked one would survive exec. Handled
+	 * signals go back to the default at exec by themselves; ignored ones are reset here. */
 	sigemptyset(&none);
 	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, (size_t)(_NSIG / 8));
-	for (i = 1; i < _NSIG; i++) {
+	ignored = ignored_signals();
+	for (i = 1; i < _NSIG && i <= 64; i++) {
 		struct {
 			void (*handler)(int);
 			unsigned long flags;
@@ -92,7 +154,7 @@ static __attribute__((noreturn)) void child_exec(const struct run_opts *o, const
 			unsigned long mask;
 		} dfl = {SIG_DFL, 0, NULL, 0};
 
-		if (i != SIGKILL && i != SIGSTOP)
+		if (i != SIGKILL && i != SIGSTOP && (ignored >> (i - 1) & 1))
 			syscall(SYS_rt_sigaction, i, &dfl, NULL, sizeof(dfl.mask));
 	}
 	devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -132,6 +194,22 @@ static __attribute__((noreturn)) void child_exec(const struct run_opts *o, const
 	execvpe(o->argv[0], o->argv, envp);
 	child_fail(msg_fd, errno == ENOENT ? MAFP_EXIT_NOT_FOUND : MAFP_EXIT_CANNOT_EXEC, errno,
 		   "exec");
+}
+
+struct child_args {
+	const struct run_opts *o;
+	const struct run_dirs *d;
+	int out_w, msg_w, chan_fd;
+	char **envp;
+};
+
+/* The program's process, started by mafl_spawn_vfork: until exec it borrows the supervisor's
+ * memory, so it allocates nothing and leaves only through exec or _exit. */
+static int child_main(void *arg)
+{
+	const struct child_args *a = arg;
+
+	child_exec(a->o, a->d, a->out_w, a->msg_w, a->chan_fd, a->envp);
 }
 
 struct sup {
@@ -288,27 +366,35 @@ static __attribute__((noreturn)) void launch_failed(struct sup *s, int report_fd
 	str_copy(rec.error, sizeof(rec.error), line);
 	fill_usage(&rec, s->start_ms);
 	write_markers(s, &rec);
-	send_report(report_fd, m->code, 0, 0, "%s", line);
+	send_report(report_fd, m->code, "%s", line);
 	_exit(0);
 }
 
-/* Reads the program process's messages until exec (EOF) or failure. Returns the failure
- * message's kind (CHILD_FAIL) with *m filled, or 0 when exec succeeded. */
+/* Reads the program process's messages until exec or failure. Returns the failure
+ * message's kind (CHILD_FAIL) with *fail filled, or 0 when exec succeeded.
+ *
+ * After a fork, exec is known by EOF: the write end is close-on-exec. After
+ * mafl_spawn_vfork, the child has already exec'd or exited by the time we run, and every
+ * message it wrote is in the pipe: the pipe is non-blocking, and a pipe with nothing left
+ * in it means exec (the close-on-exec itself may still be on its way). */
 static int await_exec(struct sup *s, int msg_r, struct child_msg *fail)
 {
 	struct child_msg m;
 
 	for (;;) {
-		ssize_t n = read_full(msg_r, &m, sizeof(m));
+		ssize_t n = read(msg_r, &m, sizeof(m));
 
-		if (n == 0)
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n == 0 || (n < 0 && errno == EAGAIN))
 			return 0;
 		if (n != (ssize_t)sizeof(m)) {
-			/* Died between fork and exec without a word (e.g. killed). */
+			/* Died between fork and exec without a word (e.g. killed). Messages are
+			 * smaller than PIPE_BUF, so one is never read in part. */
 			memset(fail, 0, sizeof(*fail));
 			fail->kind = CHILD_FAIL;
 			fail->code = MAFP_EXIT_LAUNCHER;
-			fail->err = EIO;
+			fail->err = n < 0 ? errno : EIO;
 			snprintf(fail->what, sizeof(fail->what), "start the program");
 			return CHILD_FAIL;
 		}
@@ -401,47 +487,47 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (sfd < 0 || tfd < 0) {
-		send_report(report_fd, MAFP_EXIT_LAUNCHER, 0, 0, "cannot create the supervisor's "
+		send_report(report_fd, MAFP_EXIT_LAUNCHER, "cannot create the supervisor's "
 			    "signal and timer descriptors: %s", strerror(errno));
 		_exit(1);
 	}
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
-		send_report(report_fd, MAFP_EXIT_LAUNCHER, 0, 0, "cannot become the run's child "
+		send_report(report_fd, MAFP_EXIT_LAUNCHER, "cannot become the run's child "
 			    "subreaper: %s", strerror(errno));
 		_exit(1);
 	}
 	s.out_fd = openat(d->host_tools, MAFP_FILE_OUTPUT,
 			  O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
 	if (s.out_fd < 0) {
-		send_report(report_fd, MAFP_EXIT_LAUNCHER, 0, 0, "cannot create %s/%s/%s: %s",
+		send_report(report_fd, MAFP_EXIT_LAUNCHER, "cannot create %s/%s/%s: %s",
 			    o->run_dir, MAFP_DIR_HOST_TOOLS, MAFP_FILE_OUTPUT, strerror(errno));
 		_exit(1);
 	}
-	if (pipe2(out_pipe, O_CLOEXEC) < 0 || pipe2(msg_pipe, O_CLOEXEC) < 0) {
-		send_report(report_fd, MAFP_EXIT_LAUNCHER, 0, 0, "cannot create a pipe: %s",
+	if (pipe2(out_pipe, O_CLOEXEC) < 0 ||
+	    pipe2(msg_pipe, O_CLOEXEC | (MAFL_SPAWN_FORK ? 0 : O_NONBLOCK)) < 0) {
+		send_report(report_fd, MAFP_EXIT_LAUNCHER, "cannot create a pipe: %s",
 			    strerror(errno));
 		_exit(1);
 	}
 	rc = channel_open(&ch, d->host_tools, &copts, &chan_fd);
 	envp = rc == 0 ? channel_env(o->envp, chan_fd, o->tools) : NULL;
 	if (!envp) {
-		send_report(report_fd, MAFP_EXIT_LAUNCHER, 0, 0, "cannot open the call channel: %s",
+		send_report(report_fd, MAFP_EXIT_LAUNCHER, "cannot open the call channel: %s",
 			    strerror(rc < 0 ? -rc : ENOMEM));
 		_exit(1);
 	}
 	s.out_r = out_pipe[0];
 	s.start_ms = now_ms();
-	s.pid = fork();
+	{
+		/* Every descriptor the child should not keep is close-on-exec. */
+		struct child_args a = {o, d, out_pipe[1], msg_pipe[1], chan_fd, envp};
+
+		s.pid = mafl_spawn_vfork(child_main, &a);
+	}
 	if (s.pid < 0) {
-		send_report(report_fd, MAFP_EXIT_LAUNCHER, 0, 0, "cannot fork the program: %s",
+		send_report(report_fd, MAFP_EXIT_LAUNCHER, "cannot start the program's process: %s",
 			    strerror(errno));
 		_exit(1);
-	}
-	if (s.pid == 0) {
-		close(report_fd);
-		close(out_pipe[0]);
-		close(msg_pipe[0]);
-		child_exec(o, d, out_pipe[1], msg_pipe[1], chan_fd, envp);
 	}
 	close(chan_fd);
 	s.main_alive = 1;
@@ -457,7 +543,7 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 	}
 	close(msg_pipe[0]);
 	publish_pid_markers(&s);
-	send_report(report_fd, 0, s.pid, s.pid, "started");
+	send_started(report_fd, s.pid);
 	if (o->timeout_ms > 0)
 		arm(tfd, o->timeout_ms);
 	fcntl(s.out_r, F_SETFL, O_NONBLOCK);

@@ -3,8 +3,12 @@
 # program, measured alternately in one run. Figures only, no pass/fail.
 BENCH_LAUNCH_ITERATIONS ?= 200
 
-bench-launch: $(BUILD)/maf-launch
-	$(PYTHON) tests/bench/bench_launch.py --launcher $(abspath $(BUILD)/maf-launch) \
+$(BUILD)/bench_launch: tests/bench/bench_launch.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) -O2 -o $@ $<
+
+bench-launch: $(BUILD)/maf-launch $(BUILD)/bench_launch
+	$(BUILD)/bench_launch --launcher $(abspath $(BUILD)/maf-launch) \
 		--reference tests/integration/reference/run_program.sh \
 		--iterations $(BENCH_LAUNCH_ITERATIONS)
 

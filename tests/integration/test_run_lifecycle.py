@@ -2,6 +2,7 @@
 tree ended, the output capped. Every assertion is on behaviour (which process exists, which
 file holds what), never on how long something took."""
 import os
+import signal
 import stat
 import subprocess
 import time
@@ -362,10 +363,19 @@ def test_supervisor_and_program_lead_their_own_sessions(run_dir):
     assert wait_exit(run_dir) == "137"
 
 
-def test_program_starts_with_default_signal_dispositions(run_dir):
-    # The supervisor blocks and ignores signals for itself; none of that may leak into the
-    # program (a shell pipeline relies on SIGPIPE, for one).
-    proc = launch(run_dir, "grep", "-E", "^Sig(Blk|Ign):", "/proc/self/status")
+def ignore_some_signals():
+    for sig in (signal.SIGINT, signal.SIGUSR1, signal.SIGPIPE, signal.SIGRTMIN + 3,
+                signal.SIGRTMAX):
+        signal.signal(sig, signal.SIG_IGN)
+
+
+@pytest.mark.parametrize("caller_ignores", [False, True])
+def test_program_starts_with_default_signal_dispositions(run_dir, caller_ignores):
+    # The supervisor blocks and ignores signals for itself, and the caller may have ignored
+    # some (nohup, a shell's trap ''); none of that may leak into the program (a shell
+    # pipeline relies on SIGPIPE, for one).
+    proc = launch(run_dir, "grep", "-E", "^Sig(Blk|Ign):", "/proc/self/status",
+                  preexec_fn=ignore_some_signals if caller_ignores else None)
     assert proc.returncode == 0, proc.stderr
     assert wait_exit(run_dir) == "0"
     fields = dict(line.split(":\t") for line in

@@ -1,0 +1,167 @@
+/* Starting processes without copying the launcher's memory: see spawn.h. */
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "spawn.h"
+
+#if MAFL_SPAWN_FORK
+
+pid_t mafl_spawn_shared(int (*fn)(void *), void *arg)
+{
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(fn(arg));
+	return pid;
+}
+
+pid_t mafl_spawn_vfork(int (*fn)(void *), void *arg)
+{
+	return mafl_spawn_shared(fn, arg);
+}
+
+/* Separate memory: errno is the launcher's own, so the C library will do. */
+static long ret(long r)
+{
+	return r < 0 ? -errno : r;
+}
+
+long mafl_raw_read(int fd, void *buf, size_t len)
+{
+	return ret(read(fd, buf, len));
+}
+
+long mafl_raw_write(int fd, const void *buf, size_t len)
+{
+	return ret(write(fd, buf, len));
+}
+
+long mafl_raw_close(int fd)
+{
+	return ret(close(fd));
+}
+
+long mafl_raw_wait(pid_t pid)
+{
+	return ret(waitpid(pid, NULL, 0));
+}
+
+void mafl_raw_exit(int code)
+{
+	_exit(code);
+}
+
+#else
+
+/* The supervisor's stack: it runs for the whole run, so it gets as much room as a main
+ * thread would (only the pages it touches are ever allocated), above a guard page. */
+#define SHARED_STACK (8u << 20)
+#define GUARD 4096u
+/* The program's process, from clone to exec: signal resets, Landlock, the seccomp filter
+ * (a few KiB of instructions) and execvpe's path buffer. */
+#define VFORK_STACK (128u << 10)
+
+static long sc(long n, long a, long b, long c, long d)
+{
+#if defined(__x86_64__)
+	unsigned long r;
+	register long r10 __asm__("r10") = d;
+
+	__asm__ volatile("syscall"
+			 : "=a"(r)
+			 : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10)
+			 : "rcx", "r11", "memory");
+	return (long)r;
+#else /* __aarch64__ */
+	register long x8 __asm__("x8") = n;
+	register long x0 __asm__("x0") = a;
+	register long x1 __asm__("x1") = b;
+	register long x2 __asm__("x2") = c;
+	register long x3 __asm__("x3") = d;
+
+	__asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3) : "memory", "cc");
+	return x0;
+#endif
+}
+
+pid_t mafl_spawn_shared(int (*fn)(void *), void *arg)
+{
+	char *stack = mmap(NULL, SHARED_STACK + GUARD, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+	pid_t pid;
+
+	if (stack == MAP_FAILED)
+		return -1;
+	if (mprotect(stack, GUARD, PROT_NONE) < 0) {
+		int err = errno;
+
+		munmap(stack, SHARED_STACK + GUARD);
+		errno = err;
+		return -1;
+	}
+	pid = clone(fn, stack + SHARED_STACK + GUARD, CLONE_VM | SIGCHLD, arg);
+	if (pid < 0) {
+		int err = errno;
+
+		munmap(stack, SHARED_STACK + GUARD);
+		errno = err;
+	}
+	return pid;
+}
+
+pid_t mafl_spawn_vfork(int (*fn)(void *), void *arg)
+{
+	/* One child at a time uses it, and only until its exec. */
+	static char stack[VFORK_STACK] __attribute__((aligned(16)));
+
+	return clone(fn, stack + sizeof(stack), CLONE_VM | CLONE_VFORK | SIGCHLD, arg);
+}
+
+long mafl_raw_read(int fd, void *buf, size_t len)
+{
+	long r;
+
+	do
+		r = sc(SYS_read, fd, (long)buf, (long)len, 0);
+	while (r == -EINTR);
+	return r;
+}
+
+long mafl_raw_write(int fd, const void *buf, size_t len)
+{
+	long r;
+
+	do
+		r = sc(SYS_write, fd, (long)buf, (long)len, 0);
+	while (r == -EINTR);
+	return r;
+}
+
+long mafl_raw_close(int fd)
+{
+	return sc(SYS_close, fd, 0, 0, 0);
+}
+
+long mafl_raw_wait(pid_t pid)
+{
+	long r;
+
+	do
+		r = sc(SYS_wait4, pid, 0, 0, 0);
+	while (r == -EINTR);
+	return r;
+}
+
+void mafl_raw_exit(int code)
+{
+	for (;;)
+		sc(SYS_exit_group, code, 0, 0, 0);
+}
+
+#endif
