@@ -14,10 +14,15 @@ bench-launch: $(BUILD)/maf-launch $(BUILD)/bench_launch
 
 # make bench-calls: the round trip of a host-tool call on the local backend (p50, p99, calls
 # per second), through the launcher's channel against the legacy file path, in one run of
-# maf-host. Figures only, no pass/fail; the targets (p50 <= 200 us, >= 5,000 calls/s) are
-# printed beside them.
+# each host: maf-host with a tools server, and libmafhost with the tool in-process
+# (bench_calls_inproc.c). Figures only, no pass/fail; the targets (p50 <= 200 us, >= 5,000
+# calls/s) are printed beside them.
 BENCH_CALLS_CALLS ?= 2000
 
-bench-calls: $(BUILD)/maf-launch $(BUILD)/maf-host
+$(BUILD)/bench_calls_inproc: tests/bench/bench_calls_inproc.c $(BUILD)/libmafhost.a
+	@mkdir -p $(dir $@)
+	$(CC) $(HOST_CFLAGS) -o $@ $< $(BUILD)/libmafhost.a $(HOST_LDFLAGS) -lm
+
+bench-calls: $(BUILD)/maf-launch $(BUILD)/maf-host $(BUILD)/bench_calls_inproc
 	MAF_BUILD=$(abspath $(BUILD)) $(PYTHON) tests/bench/bench_calls.py \
 		--calls $(BENCH_CALLS_CALLS)

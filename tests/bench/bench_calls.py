@@ -2,9 +2,11 @@
 """make bench-calls: the round trip of one host-tool call on the local backend, through the
 launcher's channel against the legacy file path, measured in the same run.
 
-One `maf-host run --json` (libmafhost's local backend, which wakes on inotify) serves the
-`echo` tool from a tools server (tests/bench/bench_tools_server.py); the program
-(tests/bench/bench_calls_program.py) times each call and alternates the paths:
+Two hosts, each on libmafhost's local backend (which wakes on inotify), serve the `echo` tool:
+  maf-host  `maf-host run --json` with a tools server (tests/bench/bench_tools_server.py):
+            a call crosses four processes (program, supervisor, maf-host, tools server)
+  inproc    tests/bench/bench_calls_inproc.c, libmafhost with echo as a C callback: three
+The program (tests/bench/bench_calls_program.py) times each call and alternates the paths:
   channel-shim    the generated shim, MAF_HOST_TOOLS_FD set (one connection per thread)
   channel-client  the Python CLIENT of tests/integration/test_channel.py (a connection per call)
   legacy-files    the generated shim with MAF_HOST_TOOLS_FD unset: upstream's file protocol,
@@ -37,7 +39,7 @@ def pct(sorted_ns, q):
 
 
 def main():
-    print("host-tool call round trip, local backend (inotify), maf-host --tools-server (echo)")
+    print("host-tool call round trip, local backend (inotify), the echo tool")
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default=os.environ.get("MAF_BUILD", str(ROOT / "build")))
     ap.add_argument("--calls", type=int, default=2000, help="channel calls per path")
@@ -48,6 +50,8 @@ def main():
     ap.add_argument("--run-dirs", default=None,
                     help="comma-separated parents of the run directory (default: $TMPDIR or "
                          "/tmp, then /dev/shm)")
+    ap.add_argument("--hosts", default="maf-host,inproc",
+                    help="comma-separated hosts to measure (maf-host, inproc)")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON lines")
     a = ap.parse_args()
     if a.run_dirs:
@@ -56,8 +60,13 @@ def main():
         parents = [os.environ.get("TMPDIR") or "/tmp"]
         if os.path.isdir("/dev/shm") and "/dev/shm" not in parents:
             parents.append("/dev/shm")
+    hosts = a.hosts.split(",")
+    for h in hosts:
+        if h not in ("maf-host", "inproc"):
+            sys.exit(f"bench-calls: unknown host {h!r} (maf-host, inproc)")
     for parent in parents:
-        bench(a, parent)
+        for host in hosts:
+            bench(a, parent, host)
 
 
 def fs_type(path):
@@ -70,14 +79,21 @@ def fs_type(path):
     return kind
 
 
-def bench(a, parent):
+def bench(a, parent, host):
     build = Path(a.build)
     python = os.environ.get("PYTHON", sys.executable)
     total = 2 * a.warmup + 2 * a.calls + a.legacy_calls + a.calls + 100
-    argv = [str(build / "maf-host"), "run", "--json", "--max-calls", str(total),
-            "--timeout", "600", "--tools-server", f"{python} {HERE / 'bench_tools_server.py'}",
-            "--tool", "echo", str(HERE / "bench_calls_program.py"), "--",
-            str(a.calls), str(a.legacy_calls), str(a.warmup), str(a.threads), str(a.rounds)]
+    prog_args = [str(a.calls), str(a.legacy_calls), str(a.warmup), str(a.threads),
+                 str(a.rounds)]
+    if host == "maf-host":
+        argv = [str(build / "maf-host"), "run", "--json", "--max-calls", str(total),
+                "--timeout", "600", "--tools-server",
+                f"{python} {HERE / 'bench_tools_server.py'}",
+                "--tool", "echo", str(HERE / "bench_calls_program.py"), "--", *prog_args]
+    else:
+        launcher = os.environ.get("MAF_LAUNCH", str(build / "maf-launch"))
+        argv = [str(build / "bench_calls_inproc"), launcher,
+                str(HERE / "bench_calls_program.py"), str(total), "600", *prog_args]
     env = dict(os.environ, TMPDIR=parent)
     p = subprocess.run(argv, capture_output=True, timeout=900, env=env)
     try:
@@ -88,7 +104,7 @@ def bench(a, parent):
         sys.exit(f"the run ended {rep['status']} ({rep['exit_code']}): {rep.get('error')}\n"
                  f"{rep['output'][-3000:]}")
     inner = json.loads(rep["output"].strip().splitlines()[-1])
-    figures = {"run_dir_parent": parent, "fs": fs_type(parent), "paths": {},
+    figures = {"host": host, "run_dir_parent": parent, "fs": fs_type(parent), "paths": {},
                "machine": {"cpus": os.cpu_count(),
                            "loadavg": open("/proc/loadavg").read().split()[:3]}}
     for name, samples in inner["samples_ns"].items():
@@ -102,13 +118,15 @@ def bench(a, parent):
     figures["parallel"] = {"threads": par["threads"], "calls": par["calls"],
                            "calls_per_s": par["calls"] / (par["wall_ns"] / 1e9),
                            "errors": par["errors"]}
-    figures["host"] = {"calls": rep["calls"], "ops": rep["ops"], "wall_ms": rep["wall_ms"],
-                       "transport": "auto (files, woken by inotify)"}
+    figures["served"] = {"calls": rep["calls"], "ops": rep["ops"], "wall_ms": rep["wall_ms"],
+                         "transport": "auto (files, woken by inotify)"}
     if a.json:
         print(json.dumps(figures))
         return
     m = figures["machine"]
-    print(f"== run directory under {parent} ({figures['fs']}); {m['cpus']} CPUs, load "
+    what = ("maf-host + tools server" if host == "maf-host"
+            else "libmafhost, tool in-process (bench_calls_inproc)")
+    print(f"== {what}; run directory under {parent} ({figures['fs']}); {m['cpus']} CPUs, load "
           f"{' '.join(m['loadavg'])}")
     print(f"{'path':<15} {'calls':>6} {'p50 us':>9} {'p99 us':>9} {'mean us':>9} "
           f"{'calls/s':>9}")
