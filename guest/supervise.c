@@ -66,16 +66,15 @@ static void send_started(int fd, pid_t pid)
 {
 	struct launch_report rep;
 	struct mafp_launch_info info = {.pid = pid, .supervisor_pid = getpid(), .session = pid};
-	char *line = mafp_launch_info_encode(&info);
 	int n;
 
-	if (!line) {
-		send_report(fd, MAFP_EXIT_LAUNCHER, "out of memory");
+	memset(&rep, 0, sizeof(rep));
+	n = mafp_launch_info_format(&info, rep.text, sizeof(rep.text));
+	if (n < 0 || (size_t)n + strlen(MAFP_SESSION_LINE) + 3 > sizeof(rep.text)) {
+		send_report(fd, MAFP_EXIT_LAUNCHER, "cannot format the launch line");
 		return;
 	}
-	memset(&rep, 0, sizeof(rep));
-	n = snprintf(rep.text, sizeof(rep.text), "%s\n%s\n", line, MAFP_SESSION_LINE);
-	free(line);
+	n += snprintf(rep.text + n, sizeof(rep.text) - (size_t)n, "\n%s\n", MAFP_SESSION_LINE);
 	rep.len = (unsigned)n;
 	write_all(fd, &rep, sizeof(rep));
 	close(fd);
@@ -443,9 +442,12 @@ static void publish_pid_markers(struct sup *s)
 	int n = snprintf(num, sizeof(num), "%d", (int)s->pid);
 
 	/* Upstream's inner shell writes the session first, then the pid. The program leads its
-	 * own session, so both are its pid. */
-	publish_at(s->d->host_tools, MAFP_MARKER_SESSION, num, (size_t)n, 0);
-	publish_at(s->d->host_tools, MAFP_MARKER_PID, num, (size_t)n, 0);
+	 * own session, so both are its pid: the second is a hard link to the first, which
+	 * appears whole as a rename would, for one system call rather than four. A name left
+	 * by an earlier run in R is replaced the usual way. */
+	if (publish_at(s->d->host_tools, MAFP_MARKER_SESSION, num, (size_t)n, 0) < 0 ||
+	    linkat(s->d->host_tools, MAFP_MARKER_SESSION, s->d->host_tools, MAFP_MARKER_PID, 0) < 0)
+		publish_at(s->d->host_tools, MAFP_MARKER_PID, num, (size_t)n, 0);
 }
 
 void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd)

@@ -325,6 +325,19 @@ char *mafp_launch_info_encode(const struct mafp_launch_info *info)
 	return out;
 }
 
+int mafp_launch_info_format(const struct mafp_launch_info *info, char *buf, size_t size)
+{
+	int n;
+
+	if (info->pid < 0 || info->pid > INT32_MAX || info->supervisor_pid < 0 ||
+	    info->supervisor_pid > INT32_MAX || info->session < 0 || info->session > INT32_MAX)
+		return -1;
+	/* cJSON_PrintUnformatted's output for the same object (test_protocol checks it). */
+	n = snprintf(buf, size, "{\"pid\":%d,\"supervisor_pid\":%d,\"session\":%d}",
+		     (int)info->pid, (int)info->supervisor_pid, (int)info->session);
+	return n < 0 || (size_t)n >= size ? -1 : n;
+}
+
 int mafp_launch_info_decode(const char *buf, size_t len, struct mafp_launch_info *info,
 			    const char **why)
 {

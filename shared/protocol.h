@@ -123,6 +123,10 @@ int mafp_exit_record_decode(const char *buf, size_t len, struct mafp_exit_record
 
 /* Encodes the launch line without a newline. Caller frees the result with free(). */
 char *mafp_launch_info_encode(const struct mafp_launch_info *info);
+/* The same line, for pids (0 .. 2^31-1), into buf without allocating: the launcher's path,
+ * where a first use of the allocator and cJSON costs page faults. Returns its length, or -1
+ * if it does not fit or a field is out of range. */
+int mafp_launch_info_format(const struct mafp_launch_info *info, char *buf, size_t size);
 /* Decodes the launch line (the first line of the launcher's stdout that starts with '{').
  * Returns 0, or -1 with a static sentence in *why. */
 int mafp_launch_info_decode(const char *buf, size_t len, struct mafp_launch_info *info,

@@ -754,6 +754,38 @@ static int decode_launch(const char *s, size_t len, struct mafp_launch_info *inf
 			fail_msg("launch line accepted: %s", s);                             \
 	} while (0)
 
+/* The launcher's allocation-free launch line is cJSON's, byte for byte. */
+static void test_launch_info_format(void **state)
+{
+	static const int64_t values[] = {0, 1, 2, 9, 10, 4242, 65535, 4194304, 1000000007,
+					 INT32_MAX};
+	char buf[128];
+	size_t i, j;
+
+	(void)state;
+	for (i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
+		for (j = 0; j < sizeof(values) / sizeof(values[0]); j++) {
+			struct mafp_launch_info in = {values[i], values[j], values[i]};
+			char *s = mafp_launch_info_encode(&in);
+			int n = mafp_launch_info_format(&in, buf, sizeof(buf));
+
+			assert_non_null(s);
+			assert_int_equal(n, (int)strlen(s));
+			assert_string_equal(buf, s);
+			free(s);
+		}
+	}
+	{
+		struct mafp_launch_info in = {1234, 1233, 1234}, neg = {-1, 1, 1},
+					big = {(int64_t)INT32_MAX + 1, 1, 1};
+
+		/* Too small a buffer, and values no pid takes, are refused. */
+		assert_int_equal(mafp_launch_info_format(&in, buf, 10), -1);
+		assert_int_equal(mafp_launch_info_format(&neg, buf, sizeof(buf)), -1);
+		assert_int_equal(mafp_launch_info_format(&big, buf, sizeof(buf)), -1);
+	}
+}
+
 static void test_launch_info(void **state)
 {
 	struct mafp_launch_info in = {1234, 1233, 1234}, out;
@@ -1260,6 +1292,7 @@ int main(void)
 		cmocka_unit_test(test_exit_record_defaults_and_unknown_fields),
 		cmocka_unit_test(test_exit_record_rejects),
 		cmocka_unit_test(test_launch_info),
+		cmocka_unit_test(test_launch_info_format),
 		cmocka_unit_test(test_tool_name_valid),
 		cmocka_unit_test(test_request_decode_valid),
 		cmocka_unit_test(test_request_decode_abandoned),
