@@ -226,14 +226,15 @@ struct sup {
 };
 
 /* Moves whatever the program wrote into the output file, keeping at most max_output bytes
- * and counting the rest. Returns 0 at EOF, 1 if more may come. */
+ * and counting the rest. Returns 0 at EOF, 1 after moving some, 2 if there is nothing to
+ * read just now. */
 static int relay_output(struct sup *s)
 {
 	char buf[65536];
 	ssize_t n = read(s->out_r, buf, sizeof(buf));
 
 	if (n < 0)
-		return (errno == EINTR || errno == EAGAIN) ? 1 : 0;
+		return (errno == EINTR || errno == EAGAIN) ? 2 : 0;
 	if (n == 0)
 		return 0;
 	s->out_bytes += (unsigned long long)n;
@@ -588,8 +589,9 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 		if (pf[2].revents & (POLLIN | POLLHUP | POLLERR)) {
 			int more, i;
 
-			/* Bounded so signals and the timer are not starved by a flood. */
-			for (i = 0, more = 1; more && i < 64; i++)
+			/* Until the pipe is empty, but bounded so signals and the timer are not
+			 * starved by a flood. */
+			for (i = 0, more = 1; more == 1 && i < 64; i++)
 				more = relay_output(&s);
 			if (!more)
 				out_open = 0;
