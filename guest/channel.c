@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -324,9 +325,9 @@ static void handle_call(struct channel *c, int i, const char *line, size_t len)
 	slot->n = n;
 	slot->conn = i;
 	slot->id = cJSON_Duplicate(id, 1);
-	/* The watch predates the request, so an answer cannot be missed; a host that answered
-	 * between our rename and here is seen by the next event or by this look. */
-	try_complete(c, slot);
+	/* No look for the response now: the watch predates the request, so the host's answer
+	 * is an event still to come (and a response the program planted before the request is
+	 * not taken for it). */
 out:
 	cJSON_Delete(root);
 }
@@ -382,6 +383,8 @@ static void handle_inotify(struct channel *c)
 
 	while ((n = read(c->ino_fd, buf, sizeof(buf))) > 0) {
 		char *p = buf;
+		/* Room left for another event: the queue was empty (one read a wake, not two). */
+		int drained = sizeof(buf) - (size_t)n >= sizeof(struct inotify_event) + NAME_MAX + 1;
 
 		while (p < buf + n) {
 			struct inotify_event *ev = (struct inotify_event *)p;
@@ -403,6 +406,8 @@ static void handle_inotify(struct channel *c)
 				if (c->calls[j].n == id)
 					try_complete(c, &c->calls[j]);
 		}
+		if (drained)
+			break;
 	}
 }
 
@@ -461,6 +466,7 @@ static void conn_read(struct channel *c, int i)
 	for (;;) {
 		char *nl;
 		ssize_t n;
+		size_t room;
 
 		if (k->in_len == k->in_cap) {
 			/* Kept for the connection's life: a call costs no allocation of its own. */
@@ -477,7 +483,8 @@ static void conn_read(struct channel *c, int i)
 			k->in = nb;
 			k->in_cap = cap;
 		}
-		n = recv(k->fd, k->in + k->in_len, k->in_cap - k->in_len, MSG_DONTWAIT);
+		room = k->in_cap - k->in_len;
+		n = recv(k->fd, k->in + k->in_len, room, MSG_DONTWAIT);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -511,6 +518,10 @@ static void conn_read(struct channel *c, int i)
 			k->eof = 1;	/* no way to find the next line: stop reading */
 			break;
 		}
+		/* Less than there was room for: the socket is empty for now, and poll will say
+		 * when it is not (one recv a call, not two). */
+		if ((size_t)n < room)
+			break;
 	}
 }
 

@@ -688,7 +688,7 @@ static int take_events(struct watch_cache *c, const char *const *names)
 	char buf[8192] __attribute__((aligned(__alignof__(struct inotify_event))));
 	int hit = 0;
 
-	for (;;) {
+	for (int drained = 0; !drained;) {
 		ssize_t n = read(c->ino, buf, sizeof(buf));
 		char *p;
 
@@ -698,6 +698,8 @@ static int take_events(struct watch_cache *c, const char *const *names)
 			return hit;
 		if (n <= 0)
 			return -1;
+		/* Room left for another event: the queue was empty (no second read to learn it). */
+		drained = sizeof(buf) - (size_t)n >= sizeof(struct inotify_event) + NAME_MAX + 1;
 		for (p = buf; p < buf + n;) {
 			const struct inotify_event *ev = (const struct inotify_event *)p;
 			const char *name = ev->len ? ev->name : "";
@@ -756,6 +758,7 @@ static int take_events(struct watch_cache *c, const char *const *names)
 					hit = 1;
 		}
 	}
+	return hit;
 }
 
 /* Waits on c (set up for dir). Returns 1, 0 or -1 (errno set) as wait_change does. */
