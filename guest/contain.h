@@ -23,6 +23,10 @@ struct sock_filter;
  * number of instructions (0 with the filter off), or a negative errno (E2BIG: max too
  * small). */
 ssize_t mafl_seccomp_build_bpf(const struct mafl_policy *p, struct sock_filter *f, size_t max);
+/* Writes pid into the instructions at pid_at and -pid into those at negpid_at: how a run
+ * fills in its supervisor's pid in a prebuilt filter (filtergen checks this very step). */
+void mafl_seccomp_fill_pid(struct sock_filter *f, const unsigned short *pid_at, size_t npid,
+			   const unsigned short *negpid_at, size_t nnegpid, int pid);
 /* Compares the prebuilt filter a run loads for p with the one libseccomp builds now.
  * Returns 0 when they are the same instructions, 1 when no prebuilt filter applies (a run
  * would use libseccomp), -1 when they differ or libseccomp fails; why says how. */

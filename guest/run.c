@@ -279,6 +279,14 @@ static int supervisor_main(void *arg)
 	supervise(a->o, a->d, a->report_w);
 }
 
+/* die() for finish(): "maf-launch run" and the rest of the line (": ...\n"), raw. */
+static __attribute__((noreturn)) void raw_die(int code, const char *rest, size_t len)
+{
+	mafl_raw_write(2, mafl_prog, strlen(mafl_prog));
+	mafl_raw_write(2, rest, len);
+	mafl_raw_exit(code);
+}
+
 /* The launcher after the supervisor has started: it may share the supervisor's memory
  * (spawn.h), so it uses nothing but raw system calls and the bytes of the report. */
 static __attribute__((noreturn)) void finish(pid_t sup, int report_r)
@@ -299,20 +307,15 @@ static __attribute__((noreturn)) void finish(pid_t sup, int report_r)
 	if (got != sizeof(rep) || rep.len >= sizeof(rep.text)) {
 		/* The supervisor died before it could say; reap it so no zombie is left. */
 		mafl_raw_wait(sup);
-		mafl_raw_write(2, mafl_prog, strlen(mafl_prog));
-		mafl_raw_write(2, died, sizeof(died) - 1);
-		mafl_raw_exit(MAFP_EXIT_LAUNCHER);
+		raw_die(MAFP_EXIT_LAUNCHER, died, sizeof(died) - 1);
 	}
 	fd = rep.exit_code == 0 ? 1 : 2;
 	for (len = 0; len < rep.len;) {
 		long n = mafl_raw_write(fd, rep.text + len, rep.len - len);
 
 		if (n <= 0) {
-			if (fd == 1) {
-				mafl_raw_write(2, mafl_prog, strlen(mafl_prog));
-				mafl_raw_write(2, unwritable, sizeof(unwritable) - 1);
-				mafl_raw_exit(MAFP_EXIT_LAUNCHER);
-			}
+			if (fd == 1)
+				raw_die(MAFP_EXIT_LAUNCHER, unwritable, sizeof(unwritable) - 1);
 			break;
 		}
 		len += (size_t)n;

@@ -223,6 +223,17 @@ fail:
 	return rc;
 }
 
+void mafl_seccomp_fill_pid(struct sock_filter *f, const unsigned short *pid_at, size_t npid,
+			   const unsigned short *negpid_at, size_t nnegpid, int pid)
+{
+	size_t i;
+
+	for (i = 0; i < npid; i++)
+		f[pid_at[i]].k = (uint32_t)pid;
+	for (i = 0; i < nnegpid; i++)
+		f[negpid_at[i]].k = (uint32_t)-pid;
+}
+
 #ifndef MAFL_FILTERGEN
 /* The prebuilt filter for p with p->supervisor filled in, into f (room for
  * MAFL_PREBUILT_MAX instructions). Returns its length, or 0 when none applies. Every
@@ -232,15 +243,11 @@ fail:
 static size_t prebuilt(const struct mafl_policy *p, struct sock_filter *f)
 {
 	const struct mafl_prebuilt *t = &mafl_prebuilt[!!p->egress_open][!!p->signals_scoped];
-	size_t i;
 
 	if (p->supervisor <= 1)
 		return 0;
 	memcpy(f, t->insns, t->len * sizeof(*f));
-	for (i = 0; i < t->npid; i++)
-		f[t->pid_at[i]].k = (uint32_t)p->supervisor;
-	for (i = 0; i < t->nnegpid; i++)
-		f[t->negpid_at[i]].k = (uint32_t)-p->supervisor;
+	mafl_seccomp_fill_pid(f, t->pid_at, t->npid, t->negpid_at, t->nnegpid, p->supervisor);
 	return t->len;
 }
 #endif
@@ -272,41 +279,37 @@ int mafl_seccomp_load(const struct mafl_policy *p)
 	return rc;
 }
 
-int mafl_seccomp_export_pfc(const struct mafl_policy *p, int fd)
+/* Builds the filter for p and writes it to fd with export (libseccomp's PFC or BPF). */
+static int export_filter(const struct mafl_policy *p, int fd,
+			 int (*export)(const scmp_filter_ctx, int))
 {
 	scmp_filter_ctx ctx;
-	int rc;
+	int rc = build(p, &ctx);
 
-	if (!p->seccomp)
-		return 0;
-	rc = build(p, &ctx);
 	if (rc < 0)
 		return rc;
-	rc = seccomp_export_pfc(ctx, fd);
+	rc = export(ctx, fd);
 	seccomp_release(ctx);
 	return rc;
 }
 
+int mafl_seccomp_export_pfc(const struct mafl_policy *p, int fd)
+{
+	return p->seccomp ? export_filter(p, fd, seccomp_export_pfc) : 0;
+}
+
 ssize_t mafl_seccomp_build_bpf(const struct mafl_policy *p, struct sock_filter *f, size_t max)
 {
-	scmp_filter_ctx ctx;
 	ssize_t n;
 	off_t len;
 	int rc, fd;
 
 	if (!p->seccomp)
 		return 0;
-	rc = build(p, &ctx);
-	if (rc < 0)
-		return rc;
 	fd = memfd_create("maf-launch-bpf", MFD_CLOEXEC);
-	if (fd < 0) {
-		rc = -errno;
-		seccomp_release(ctx);
-		return rc;
-	}
-	rc = seccomp_export_bpf(ctx, fd);
-	seccomp_release(ctx);
+	if (fd < 0)
+		return -errno;
+	rc = export_filter(p, fd, seccomp_export_bpf);
 	if (rc < 0)
 		goto out;
 	len = lseek(fd, 0, SEEK_END);

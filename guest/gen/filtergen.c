@@ -87,19 +87,13 @@ static void make(int egress, int scoped, struct variant *v)
 		int pid = check_pids[j];
 
 		memcpy(b, v->insns, v->len * sizeof(*b));
-		for (i = 0; i < v->npid; i++)
-			b[v->pid_at[i]].k = (uint32_t)pid;
-		for (i = 0; i < v->nnegpid; i++)
-			b[v->negpid_at[i]].k = (uint32_t)-pid;
+		mafl_seccomp_fill_pid(b, v->pid_at, v->npid, v->negpid_at, v->nnegpid, pid);
 		if (build(egress, scoped, pid, c) != v->len ||
 		    memcmp(b, c, v->len * sizeof(*b)) != 0)
 			fail("%s", egress, scoped, "filling in a pid does not give libseccomp's filter");
 	}
 	/* Blank the pids, so nothing of the build's own runs is left in the data. */
-	for (i = 0; i < v->npid; i++)
-		v->insns[v->pid_at[i]].k = 0;
-	for (i = 0; i < v->nnegpid; i++)
-		v->insns[v->negpid_at[i]].k = 0;
+	mafl_seccomp_fill_pid(v->insns, v->pid_at, v->npid, v->negpid_at, v->nnegpid, 0);
 }
 
 static void print_slots(const char *name, int e, int s, const unsigned short *at, size_t n)

@@ -13,6 +13,7 @@
 #include <ftw.h>
 #include <poll.h>
 #include <spawn.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,10 +28,14 @@ enum { OURS, SHELL, FLOOR, KINDS };
 static const char *const kind_name[KINDS] = {"maf-launch run", "sh run_program.sh",
 					     "maf-launch --version"};
 
-static void die(const char *fmt, const char *arg)
+static __attribute__((noreturn, format(printf, 1, 2))) void die(const char *fmt, ...)
 {
+	va_list ap;
+
 	fprintf(stderr, "bench-launch: ");
-	fprintf(stderr, fmt, arg);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
 	fputc('\n', stderr);
 	exit(1);
 }
@@ -87,7 +92,7 @@ static long long timed(char *const *argv, char *out, size_t out_size, int *statu
 	pid_t pid;
 
 	if (pipe2(o, O_CLOEXEC) < 0 || pipe2(e, O_CLOEXEC) < 0)
-		die("cannot create a pipe%s", "");
+		die("cannot create a pipe");
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, o[1], 1);
 	posix_spawn_file_actions_adddup2(&fa, e[1], 2);
@@ -104,7 +109,7 @@ static long long timed(char *const *argv, char *out, size_t out_size, int *statu
 			int i;
 
 			if (poll(pf, 2, -1) < 0 && errno != EINTR)
-				die("poll failed%s", "");
+				die("poll failed");
 			for (i = 0; i < 2; i++) {
 				ssize_t n;
 
@@ -182,11 +187,11 @@ int main(int argc, char **argv)
 			warmup = atoi(argv[++i]);
 		else
 			die("usage: bench_launch --launcher PATH --reference run_program.sh "
-			    "[--iterations N] [--warmup N]%s", "");
+			    "[--iterations N] [--warmup N]");
 	}
 	if (!launcher || !reference || iterations < 10 || warmup < 0)
 		die("usage: bench_launch --launcher PATH --reference run_program.sh "
-		    "[--iterations N (10 or more)] [--warmup N]%s", "");
+		    "[--iterations N (10 or more)] [--warmup N]");
 	ref = read_file(reference, &ref_len);
 	if (!mkdtemp(base))
 		die("cannot create a directory in %s", "/tmp");
