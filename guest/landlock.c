@@ -62,7 +62,7 @@ static int ll_abi(void)
 static int allow_beneath(int ruleset, const char *path, uint64_t access)
 {
 	struct ll_path_beneath_attr pb;
-	int fd = open(path, O_PATH | O_CLOEXEC);
+	int fd = openat(AT_FDCWD, path, O_PATH | O_CLOEXEC);
 	int rc = 0;
 
 	if (fd < 0)

@@ -101,7 +101,7 @@ static uint64_t ignored_signals(void)
 	char buf[2048], *p, *end;
 	uint64_t mask = 0;
 	ssize_t n = -1;
-	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+	int fd = openat(AT_FDCWD, "/proc/self/status", O_RDONLY | O_CLOEXEC);
 
 	if (fd >= 0) {
 		n = read_full(fd, buf, sizeof(buf));
@@ -156,7 +156,7 @@ static __attribute__((noreturn)) void child_exec(const struct run_opts *o, const
 		if (i != SIGKILL && i != SIGSTOP && (ignored >> (i - 1) & 1))
 			syscall(SYS_rt_sigaction, i, &dfl, NULL, sizeof(dfl.mask));
 	}
-	devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	devnull = openat(AT_FDCWD, "/dev/null", O_RDONLY | O_CLOEXEC);
 	if (devnull < 0)
 		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, errno, "open /dev/null");
 	if (dup2(devnull, 0) < 0 || dup2(out_w, 1) < 0 || dup2(out_w, 2) < 0)
@@ -471,7 +471,7 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 	/* Let go of the caller: its session, its terminal and its pipes (docker exec reads
 	 * them to EOF, and must get EOF as soon as the launcher returns). */
 	setsid();
-	devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+	devnull = openat(AT_FDCWD, "/dev/null", O_RDWR | O_CLOEXEC);
 	if (devnull >= 0) {
 		dup2(devnull, 0);
 		dup2(devnull, 1);
