@@ -23,9 +23,10 @@ runs (to measure a launcher built elsewhere against this host)."""
 import argparse
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
+
+from host_run import run_host
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -94,16 +95,7 @@ def bench(a, parent, host):
         launcher = os.environ.get("MAF_LAUNCH", str(build / "maf-launch"))
         argv = [str(build / "bench_calls_inproc"), launcher,
                 str(HERE / "bench_calls_program.py"), str(total), "600", *prog_args]
-    env = dict(os.environ, TMPDIR=parent)
-    p = subprocess.run(argv, capture_output=True, timeout=900, env=env)
-    try:
-        rep = json.loads(p.stdout)
-    except ValueError:
-        sys.exit(f"maf-host failed ({p.returncode}): {p.stderr.decode().strip()}")
-    if rep["status"] != "exited" or rep["exit_code"] != 0:
-        sys.exit(f"the run ended {rep['status']} ({rep['exit_code']}): {rep.get('error')}\n"
-                 f"{rep['output'][-3000:]}")
-    inner = json.loads(rep["output"].strip().splitlines()[-1])
+    rep, inner = run_host(argv, 900, env=dict(os.environ, TMPDIR=parent))
     figures = {"host": host, "run_dir_parent": parent, "fs": fs_type(parent), "paths": {},
                "machine": {"cpus": os.cpu_count(),
                            "loadavg": open("/proc/loadavg").read().split()[:3]}}

@@ -6,9 +6,10 @@ assertion). Usage: bench_calls_host.py [--calls N] [--latencies 0,5,20,50]
 import argparse
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
+
+from host_run import run_host
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAM = ROOT / "tests" / "integration" / "programs" / "many_calls.py"
@@ -18,15 +19,7 @@ def run(build, calls, latency, transport):
     argv = [str(build / "maf-host"), "run", "--json", "--simulate-latency-ms", str(latency),
             "--transport", transport, "--max-calls", str(calls), "--timeout", "900",
             "--tool", "echo=cat", str(PROGRAM), "--", str(calls)]
-    p = subprocess.run(argv, capture_output=True, timeout=1200)
-    try:
-        rep = json.loads(p.stdout)
-    except ValueError:
-        sys.exit(f"maf-host failed ({p.returncode}): {p.stderr.decode().strip()}")
-    if rep["status"] != "exited" or rep["exit_code"] != 0:
-        sys.exit(f"the run ended {rep['status']} ({rep['exit_code']}): {rep['error']}\n"
-                 f"{rep['output'][-2000:]}")
-    inner = json.loads(rep["output"].strip().splitlines()[-1])
+    rep, inner = run_host(argv, 1200)
     ops = rep["ops"]
     total = ops["exec"] + ops["read"] + ops["write"] + ops["stat"]
     return {"latency_ms": latency, "transport": transport, "calls": rep["calls"],
