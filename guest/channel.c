@@ -37,6 +37,7 @@ struct channel {
 	struct conn conns[MAFL_CHANNEL_MAX_CONNS];
 	struct call calls[MAFL_CHANNEL_MAX_INFLIGHT];
 	long next_n;            /* no claim below this one is ours to take */
+	long claim_src;         /* our last claim made as a file, linked to by the next; 0: none */
 	unsigned long long accepted;
 	long long answered;
 	struct channel_opts opts;
@@ -237,21 +238,36 @@ static int ensure_calls_dir(struct channel *c)
 }
 
 /* Takes the lowest free call number, as the upstream shim does: the filesystem arbitrates
- * between us and any program writing legacy call files itself. */
+ * between us and any program writing legacy call files itself. A claim is an empty file
+ * that nobody reads, so after our first one each is made as a hard link to our previous
+ * claim: created exclusively all the same (EEXIST), and no new inode per call. A file
+ * system where the link cannot be made (the previous claim gone or replaced, too many links)
+ * gets a fresh file, which the next claims link to. */
 static long claim_number(struct channel *c)
 {
-	char fname[32];
+	char fname[32], src[32];
 	long n;
 
 	for (n = c->next_n; n <= MAFP_CALL_ID_MAX; n++) {
 		int fd;
 
 		mafp_call_file_name(fname, sizeof(fname), n, MAFP_SUFFIX_CLAIM);
+		if (c->claim_src) {
+			mafp_call_file_name(src, sizeof(src), c->claim_src, MAFP_SUFFIX_CLAIM);
+			if (linkat(c->calls_dir, src, c->calls_dir, fname, 0) == 0) {
+				c->next_n = n + 1;
+				return n;
+			}
+			if (errno == EEXIST)
+				continue;
+			c->claim_src = 0;
+		}
 		fd = openat(c->calls_dir, fname, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 			    0666);
 		if (fd >= 0) {
 			close(fd);
 			c->next_n = n + 1;
+			c->claim_src = n;
 			return n;
 		}
 		if (errno != EEXIST)
@@ -262,6 +278,7 @@ static long claim_number(struct channel *c)
 }
 
 static void try_complete(struct channel *c, struct call *k);
+static void handle_inotify(struct channel *c);
 
 static void handle_call(struct channel *c, int i, const char *line, size_t len)
 {
@@ -327,7 +344,9 @@ static void handle_call(struct channel *c, int i, const char *line, size_t len)
 	slot->id = cJSON_Duplicate(id, 1);
 	/* No look for the response now: the watch predates the request, so the host's answer
 	 * is an event still to come (and a response the program planted before the request is
-	 * not taken for it). */
+	 * not taken for it). The events our own .part and rename just queued are taken now,
+	 * in one read, rather than by a poll that would return at once for them. */
+	handle_inotify(c);
 out:
 	cJSON_Delete(root);
 }
@@ -359,7 +378,17 @@ static void try_complete(struct channel *c, struct call *k)
 	buf = malloc((size_t)st.st_size + 1);
 	if (!buf)
 		goto out;
-	got = read_full(fd, buf, (size_t)st.st_size + 1);
+	/* One read for the size fstat gave, and one byte more: a file still growing fills it
+	 * (not finished yet). A read that returns exactly the size is the whole file as it is
+	 * now, with no second read to learn of its end; anything shorter reads on to the end. */
+	got = read(fd, buf, (size_t)st.st_size + 1);
+	if (got < 0 && errno == EINTR)
+		got = 0;
+	if (got >= 0 && got < st.st_size) {
+		ssize_t more = read_full(fd, buf + got, (size_t)(st.st_size + 1 - got));
+
+		got = more < 0 ? -1 : got + more;
+	}
 	if (got <= 0 || got > st.st_size)
 		goto out;	/* grew while we read: not finished yet */
 	if (mafp_response_decode(buf, (size_t)got, MAFL_CHANNEL_RESPONSE_MAX, &resp) < 0)

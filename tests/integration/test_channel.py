@@ -221,6 +221,32 @@ def test_legacy_files_and_the_channel_share_the_numbering(run_dir):
     assert r.served == [(1, "add"), (2, "add")]
 
 
+def test_claims_are_empty_files_even_when_the_program_meddles_with_them(run_dir):
+    # The launcher's claims are empty regular files, as upstream's shim makes them. After its
+    # first, each is a hard link to its last one made as a file; the program removing that
+    # file, or putting a directory in its place, costs nothing but a fresh file.
+    rec, out, r = run_served(run_dir, py(
+        'd = os.path.join(os.environ["PYTHONPATH"].split(":")[0], "host_tool_calls")\n'
+        'vals = [call("add", a=i, b=1)["value"] for i in range(3)]\n'
+        'os.unlink(os.path.join(d, "0001.claim"))\n'
+        'vals += [call("add", a=i, b=1)["value"] for i in range(3, 5)]\n'
+        'os.unlink(os.path.join(d, "0004.claim"))\n'
+        'os.mkdir(os.path.join(d, "0004.claim"))\n'
+        'vals += [call("add", a=i, b=1)["value"] for i in range(5, 7)]\n'
+        'print(json.dumps(vals))\n'))
+    assert json.loads(out) == [1, 2, 3, 4, 5, 6, 7]
+    assert [n for n, _ in r.served] == [1, 2, 3, 4, 5, 6, 7]
+    calls = Path(run_dir) / HOST_TOOLS / CALLS
+    for n in (2, 3, 5, 6, 7):
+        claim = calls / f"{n:04d}.claim"
+        assert claim.is_file() and not claim.is_symlink() and claim.read_bytes() == b""
+    assert not (calls / "0001.claim").exists() and (calls / "0004.claim").is_dir()
+    # Linked, not a new file each: 2 and 3 share 1's file, 5 shares 4's, 6 and 7 share 6's.
+    ino = {n: (calls / f"{n:04d}.claim").stat().st_ino for n in (2, 3, 5, 6, 7)}
+    assert ino[2] == ino[3] and ino[6] == ino[7]
+    assert len({ino[2], ino[5], ino[6]}) == 3
+
+
 def test_a_response_written_in_pieces_is_never_delivered_torn(run_dir):
     rec, out, r = run_served(run_dir, py(
         'vals = [call("big", n=n) for n in (10, 5000, 200000)]\n'
