@@ -13,7 +13,8 @@ def summary(rep):
     return [o for o in output_lines(rep) if "mode" in o][-1]
 
 
-@pytest.mark.parametrize("mode,calls", [("sequential", 20), ("threads", 32), ("fork", 8)])
+@pytest.mark.parametrize("mode,calls", [("sequential", 20), ("threads", 32), ("fork", 8),
+                                        ("fork-after-call", 8)])
 def test_shim_calls_through_the_channel(host, mode, calls):
     proc, rep = host_run("channel_calls.py", *ADD, "--max-calls", "64", args=[mode])
     assert proc.returncode == 0, (proc.stderr, rep and rep["output"])
@@ -33,3 +34,17 @@ def test_channel_and_legacy_files_served_by_the_same_host(host):
     assert rep["calls"] == 3
     # One call through the channel; the other two from the shim's own files.
     assert rep["record"]["calls"] == 1
+
+
+def test_shim_call_timeout_is_a_refusal(host):
+    # The shim's CALL_TIMEOUT bounds each call on the channel too: a tool that never answers
+    # gives the program a HostToolError it can catch, and the run still ends.
+    # The host's own limit on the tool is later than the shim's 1.5 s, and ends the run.
+    tools = ["--tools-server", host_tool("tools_server.py", "hang-after", "1"), "--tool", "add",
+             "--tool-timeout", "4"]
+    proc, rep = host_run("channel_calls.py", *tools, args=["timeout"])
+    assert rep is not None, proc.stderr
+    lines = output_lines(rep)
+    assert lines[0] == {"refusal": "the host did not answer the call to 'add' within 1.5 "
+                                   "seconds"}, rep["output"]
+    assert summary(rep) == {"mode": "timeout", "ok": 1, "bad": [], "channel": True}

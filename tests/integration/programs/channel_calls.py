@@ -1,6 +1,7 @@
 """Runs in the sandbox: calls `add` through the generated shim in the way argv[1] names
-(sequential, threads, fork, mixed), checks every answer is its own, and prints one JSON line
-{"mode", "ok", "bad", "channel"}; "channel" says whether MAF_HOST_TOOLS_FD was set."""
+(sequential, threads, fork, fork-after-call, mixed, timeout), checks every answer is its own,
+and prints one JSON line {"mode", "ok", "bad", "channel"}; "channel" says whether
+MAF_HOST_TOOLS_FD was set."""
 import json
 import os
 import sys
@@ -46,6 +47,39 @@ elif mode == "fork":
     codes = [os.waitstatus_to_exitcode(os.waitpid(p, 0)[1]) for p in kids]
     ok = 2 * codes.count(0)
     bad = [c for c in codes if c]
+elif mode == "fork-after-call":
+    # The parent's thread holds a connection when it forks: each child must make its own,
+    # and the parent's must still be its own afterwards.
+    import maf_host_tools
+    check(9, 1)
+    parents = os.fstat(maf_host_tools._local.conn[0].fileno()).st_ino
+    kids = []
+    for i in range(3):
+        pid = os.fork()
+        if pid == 0:
+            try:
+                check(i, 1)
+                check(i, 2)
+                own = os.fstat(maf_host_tools._local.conn[0].fileno()).st_ino != parents
+            except Exception:
+                os._exit(1)
+            os._exit(0 if not bad and own else 1)
+        kids.append(pid)
+    codes = [os.waitstatus_to_exitcode(os.waitpid(p, 0)[1]) for p in kids]
+    check(9, 2)
+    ok += 2 * codes.count(0)
+    bad += [c for c in codes if c]
+elif mode == "timeout":
+    # The tools server answers one call, then never again: the next call ends with the
+    # shim's timeout, as a refusal the program can catch.
+    import maf_host_tools
+    maf_host_tools.CALL_TIMEOUT = 1.5
+    check(0, 1)
+    try:
+        add(a=1, b=2)
+        bad.append("answered")
+    except HostToolError as e:
+        print(json.dumps({"refusal": str(e)}))
 elif mode == "mixed":
     # A channel call, then a legacy call from a thread that lost the channel variable's
     # meaning: the shim falls back to the files when the descriptor is gone.
