@@ -51,6 +51,7 @@ struct watch_cache {
 
 struct local {
 	char *launcher;
+	long pid;                       /* in temporary names; read once (O_EXCL keeps them apart) */
 	pthread_mutex_t wait_lock;      /* guards cache: one waiter uses it, others their own */
 	struct watch_cache cache;
 };
@@ -164,13 +165,13 @@ static int open_parent(const char *path, int create, char *copy, size_t copy_siz
 static int local_write_file(void *ctx, const char *path, const void *data, size_t len,
 			    struct mafh_error *err)
 {
+	const struct local *l = ctx;
 	char copy[LOCAL_PATH_MAX], tmp[NAME_MAX + 1];
 	const char *base;
 	const char *p = data;
 	size_t done = 0;
 	int dfd, fd = -1, e, i;
 
-	(void)ctx;
 	dfd = open_parent(path, 1, copy, sizeof(copy), &base);
 	if (dfd < 0)
 		return mafh__error_set(err, errno_code(errno), "cannot reach the directory of %s "
@@ -185,7 +186,7 @@ static int local_write_file(void *ctx, const char *path, const void *data, size_
 		struct timespec ts;
 
 		clock_gettime(CLOCK_MONOTONIC, &ts);
-		snprintf(tmp, sizeof(tmp), ".%s.%ld.%lx.tmp", base, (long)getpid(),
+		snprintf(tmp, sizeof(tmp), ".%s.%ld.%lx.tmp", base, l->pid,
 			 (unsigned long)(ts.tv_nsec ^ ((unsigned long)i << 20)));
 		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 		if (fd < 0 && errno != EEXIST)
@@ -331,6 +332,9 @@ static int local_read_file(void *ctx, const char *path, size_t cap,
 		if (n == 0)
 			break;
 		len += (size_t)n;
+		/* Short of what was asked: a regular file's end, with no read more to learn it. */
+		if (len < room)
+			break;
 	}
 	close(fd);
 	if (len > cap) {
@@ -1056,6 +1060,7 @@ int mafh_backend_local_new(const char *launcher_path, struct mafh_backend **out)
 	if (!l)
 		return MAFH_ENOMEM;
 	l->launcher = strdup(launcher_path ? launcher_path : "maf-launch");
+	l->pid = (long)getpid();
 	if (!l->launcher) {
 		free(l);
 		return MAFH_ENOMEM;
