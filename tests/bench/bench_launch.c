@@ -170,7 +170,8 @@ int main(int argc, char **argv)
 {
 	const char *launcher = NULL, *reference = NULL;
 	int iterations = 200, warmup = 5, i, k;
-	char base[] = "/tmp/maf-bench-launch-XXXXXX";
+	const char *tmp = getenv("TMPDIR");
+	char base[1024];
 	long long *times[KINDS];
 	size_t ref_len;
 	char *ref;
@@ -193,8 +194,12 @@ int main(int argc, char **argv)
 		die("usage: bench_launch --launcher PATH --reference run_program.sh "
 		    "[--iterations N (10 or more)] [--warmup N]");
 	ref = read_file(reference, &ref_len);
+	if (!tmp || tmp[0] != '/')
+		tmp = "/tmp";
+	if (snprintf(base, sizeof(base), "%s/maf-bench-launch-XXXXXX", tmp) >= (int)sizeof(base))
+		die("the directory name %s is too long", tmp);
 	if (!mkdtemp(base))
-		die("cannot create a directory in %s", "/tmp");
+		die("cannot create a directory in %s", tmp);
 	for (k = 0; k < KINDS; k++)
 		times[k] = calloc((size_t)iterations, sizeof(long long));
 
