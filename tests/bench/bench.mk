@@ -16,13 +16,18 @@ bench-launch: $(BUILD)/maf-launch $(BUILD)/bench_launch
 # per second), through the launcher's channel against the legacy file path, in one run of
 # each host: maf-host with a tools server, and libmafhost with the tool in-process
 # (bench_calls_inproc.c). Figures only, no pass/fail; the targets (p50 <= 200 us, >= 5,000
-# calls/s) are printed beside them.
+# calls/s) are printed beside them, and so is the machine's floor measured in the same run
+# (bench_wake.c: the round trip between two processes over a socketpair).
 BENCH_CALLS_CALLS ?= 2000
 
 $(BUILD)/bench_calls_inproc: tests/bench/bench_calls_inproc.c $(BUILD)/libmafhost.a
 	@mkdir -p $(dir $@)
 	$(CC) $(HOST_CFLAGS) -o $@ $< $(BUILD)/libmafhost.a $(HOST_LDFLAGS) -lm
 
-bench-calls: $(BUILD)/maf-launch $(BUILD)/maf-host $(BUILD)/bench_calls_inproc
+$(BUILD)/bench_wake: tests/bench/bench_wake.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) -O2 -o $@ $<
+
+bench-calls: $(BUILD)/maf-launch $(BUILD)/maf-host $(BUILD)/bench_calls_inproc $(BUILD)/bench_wake
 	MAF_BUILD=$(abspath $(BUILD)) $(PYTHON) tests/bench/bench_calls.py \
 		--calls $(BENCH_CALLS_CALLS)

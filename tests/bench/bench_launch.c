@@ -6,7 +6,9 @@
  * pipes, both read to EOF, then the exit status. The clock runs from just before the spawn
  * to the status. They alternate within one run (which goes first alternates too), each in a
  * fresh run directory, and each run is waited for (untimed: its exit marker) before the next
- * starts, so both see the same machine. `maf-launch --version` is timed the same way, as the
+ * starts, so both see the same machine. The run directories are made under $TMPDIR (default
+ * /tmp): every launch creates files there, and the file system's cost of a new inode is part
+ * of both launchers' figures. `maf-launch --version` is timed the same way, as the
  * floor: the cost of starting and ending the launcher itself. Prints figures only. */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,7 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -250,6 +254,15 @@ int main(int argc, char **argv)
 
 	printf("bench-launch: %d launches each, alternating, trivial python3 program, from the "
 	       "spawn to the exit status with stdout and stderr read to EOF\n", iterations);
+	{
+		struct statfs fs;
+		const char *kind = "other";
+
+		if (statfs(tmp, &fs) == 0)
+			kind = fs.f_type == TMPFS_MAGIC ? "tmpfs" : fs.f_type == EXT4_SUPER_MAGIC
+				? "ext4" : "other";
+		printf("  run directories under %s (%s; TMPDIR chooses)\n", tmp, kind);
+	}
 	for (k = 0; k < KINDS; k++) {
 		qsort(times[k], (size_t)iterations, sizeof(long long), cmp_ll);
 		printf("  %-22s median %7.3f ms   p10 %7.3f ms   p90 %7.3f ms\n", kind_name[k],
