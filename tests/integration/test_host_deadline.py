@@ -6,9 +6,8 @@ from conftest import host_run, pid_alive
 
 
 def test_program_that_never_ends_is_stopped_at_the_deadline(host):
-    t0 = time.monotonic()
+    # host_run's own timeout is the safety net: only the deadline can end this run.
     proc, rep = host_run("forever.py", "--timeout", "3", timeout=60)
-    elapsed = time.monotonic() - t0
     assert rep is not None, (proc.stdout, proc.stderr)
     assert rep["status"] == "timeout", rep
     assert proc.returncode == 124
@@ -23,14 +22,14 @@ def test_program_that_never_ends_is_stopped_at_the_deadline(host):
     while any(pid_alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not [p for p in pids if pid_alive(p)]
-    assert elapsed < 30
 
 
 def test_deadline_also_bounds_a_slow_tool(host):
-    proc, rep = host_run("calls.py", "--timeout", "2", "--tool", "slow=sleep 60",
+    # The tool would sleep an hour and has no time limit of its own below the run's: only
+    # the deadline ends the call (host_run's timeout is the safety net).
+    proc, rep = host_run("calls.py", "--timeout", "2", "--tool", "slow=sleep 3600",
                          args=['[["slow", {}]]'], timeout=60)
     assert rep is not None, (proc.stdout, proc.stderr)
-    assert rep["wall_ms"] < 20000
     assert rep["status"] in ("timeout", "exited"), rep
 
 

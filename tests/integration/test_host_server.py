@@ -31,7 +31,6 @@ def test_misbehaving_tools_server(host, mode, words):
     assert out[3] == {"value": {"still": "served"}}
     assert rep["tools_server_error"] and words in rep["tools_server_error"]
     assert "tools server" in proc.stderr.decode()
-    assert rep["wall_ms"] < 30000
 
 
 def test_tools_server_that_cannot_start(host):

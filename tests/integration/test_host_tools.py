@@ -1,8 +1,10 @@
 """maf-host serving real python3 programs over the local backend: tools run as commands and
 through a tools server; refusals the program catches and carries on after."""
 import json
+import os
+import signal
 
-from conftest import host_run, host_tool, output_lines
+from conftest import host_run, host_tool, output_lines, pid_alive
 
 
 def calls(*pairs):
@@ -37,14 +39,15 @@ def test_command_failure_is_a_refusal_with_the_first_stderr_line(host):
 
 
 def test_slow_command_tool_is_refused_at_its_time_limit(host):
-    proc, rep = host_run("calls.py", "--tool", "slow=sleep 30", "--tool", "echo=cat",
+    # The tool would sleep an hour: only its time limit lets the run go on (host_run's own
+    # timeout is the safety net that fails the test otherwise).
+    proc, rep = host_run("calls.py", "--tool", "slow=sleep 3600", "--tool", "echo=cat",
                          "--tool-timeout", "0.5",
                          args=[calls(("slow", {}), ("echo", {"after": True}))], timeout=60)
     assert proc.returncode == 0, proc.stderr
     out = output_lines(rep)
     assert "refusal" in out[0]
     assert out[1] == {"value": {"after": True}}
-    assert rep["wall_ms"] < 20000
 
 
 def test_tools_server(host):
@@ -114,15 +117,25 @@ def test_wait_and_files_transports(host):
         assert output_lines(rep) == [{"value": {"i": i}} for i in range(3)], transport
 
 
-def test_command_tool_output_cap_and_stray_background_process(host):
+def test_command_tool_output_cap_and_stray_background_process(host, tmp_path):
+    stray_pid = tmp_path / "stray.pid"
     proc, rep = host_run(
         "calls.py", "--max-response-bytes", "10000",
         "--tool", "flood=head -c 200000 /dev/zero | tr '\\0' 7",
-        "--tool", "stray=(sleep 30 &); echo '\"answered\"'",
+        "--tool", f"stray=(sleep 3600 & echo $! > {stray_pid}); echo '\"answered\"'",
         args=[calls(("flood", {}), ("stray", {}))], timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    out = output_lines(rep)
-    assert "refusal" in out[0] and "10000" in out[0]["refusal"], out
-    # The shell has exited; a background process holding stdout must not stall the call.
-    assert out[1] == {"value": "answered"}
-    assert rep["wall_ms"] < 15000
+    try:
+        assert proc.returncode == 0, proc.stderr
+        out = output_lines(rep)
+        assert "refusal" in out[0] and "10000" in out[0]["refusal"], out
+        # The shell has exited; a background process holding stdout (for an hour) must not
+        # stall the call: the answer is what was printed, and the tool's process group is
+        # killed (host_run's timeout is the safety net that fails the test otherwise).
+        assert out[1] == {"value": "answered"}
+        assert not pid_alive(int(stray_pid.read_text()))
+    finally:
+        if stray_pid.exists():
+            try:
+                os.kill(int(stray_pid.read_text()), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
