@@ -11,10 +11,13 @@ Paths, each timed call by call (time.perf_counter_ns around the call):
   legacy-files    the generated shim loaded a second time with MAF_HOST_TOOLS_FD unset: the
                   upstream behaviour (claim, .part + rename, poll the response every 0.05 s)
 The channel and legacy calls alternate in ROUNDS blocks, so both see the same machine.
-Throughput with THREADS threads calling through the shim at once is measured last."""
+Beside the times, how often the calling thread slept per path (getrusage's voluntary context
+switches): waiting for one answer should be one sleep. Throughput with THREADS threads
+calling through the shim at once is measured last."""
 import importlib.util
 import json
 import os
+import resource
 import socket
 import sys
 import threading
@@ -72,12 +75,15 @@ def main():
     timed(via_shim, warmup, [])
     timed(via_client, warmup, [])
     wall = {k: 0 for k in got}
+    sleeps = {k: 0 for k in got}
     for r in range(rounds):
         for name, fn, n in (("channel-shim", via_shim, channel_calls // rounds),
                             ("channel-client", via_client, channel_calls // rounds),
                             ("legacy-files", via_files, legacy_calls // rounds)):
             t = time.perf_counter_ns()
+            v = resource.getrusage(resource.RUSAGE_THREAD).ru_nvcsw
             timed(fn, n, got[name])
+            sleeps[name] += resource.getrusage(resource.RUSAGE_THREAD).ru_nvcsw - v
             wall[name] += time.perf_counter_ns() - t
 
     # Throughput: THREADS threads calling through the shim at once.
@@ -97,7 +103,7 @@ def main():
     [x.start() for x in ts]
     [x.join() for x in ts]
     parallel_ns = time.perf_counter_ns() - t
-    print(json.dumps({"samples_ns": got, "wall_ns": wall,
+    print(json.dumps({"samples_ns": got, "wall_ns": wall, "sleeps": sleeps,
                       "parallel": {"threads": threads, "calls": per_thread * threads,
                                    "wall_ns": parallel_ns, "errors": errors[:3]}}))
 
