@@ -545,11 +545,8 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 		launch_failed(&s, report_fd, &fail);
 	}
 	close(msg_pipe[0]);
-	/* The launcher returns on the report; the markers follow it, as the shell launcher's
-	 * background shell writes them after its caller has returned, and always before the
-	 * exit marker (nothing below writes one before this). */
-	send_started(report_fd, s.pid);
 	publish_pid_markers(&s);
+	send_started(report_fd, s.pid);
 	if (o->timeout_ms > 0)
 		arm(tfd, o->timeout_ms);
 	fcntl(s.out_r, F_SETFL, O_NONBLOCK);
