@@ -1,6 +1,7 @@
 # make bench-launch: how long the exec of `maf-launch run` takes to return, against upstream's
 # `sh run_program.sh` (the reference in tests/integration/reference) for the same trivial
-# program, measured alternately in one run. Figures only, no pass/fail.
+# program, measured alternately in one run, in run directories under $TMPDIR (default /tmp).
+# Figures only, no pass/fail.
 BENCH_LAUNCH_ITERATIONS ?= 200
 
 $(BUILD)/bench_launch: tests/bench/bench_launch.c
