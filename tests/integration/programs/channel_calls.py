@@ -7,6 +7,7 @@ import os
 import sys
 import threading
 
+import maf_host_tools
 from maf_host_tools import HostToolError, add, call
 
 mode = sys.argv[1]
@@ -23,6 +24,30 @@ def check(i, j):
         bad.append([i, j, got])
 
 
+def connection_inode():
+    """The inode of this thread's channel connection in the shim."""
+    return os.fstat(maf_host_tools._local.conn[0].fileno()).st_ino
+
+
+def fork_children(n, not_sharing=None):
+    """Forks n children that each call check(i, 1) and check(i, 2), and exit 0 when both
+    answers were their own (and, given not_sharing, their connection is not that inode).
+    Returns their exit codes."""
+    kids = []
+    for i in range(n):
+        pid = os.fork()
+        if pid == 0:
+            try:
+                check(i, 1)
+                check(i, 2)
+                own = not_sharing is None or connection_inode() != not_sharing
+            except Exception:
+                os._exit(1)
+            os._exit(0 if not bad and own else 1)
+        kids.append(pid)
+    return [os.waitstatus_to_exitcode(os.waitpid(p, 0)[1]) for p in kids]
+
+
 if mode == "sequential":
     for j in range(20):
         check(0, j)
@@ -33,46 +58,20 @@ elif mode == "threads":
     for t in ts:
         t.join()
 elif mode == "fork":
-    kids = []
-    for i in range(4):
-        pid = os.fork()
-        if pid == 0:
-            try:
-                check(i, 1)
-                check(i, 2)
-            except Exception:
-                os._exit(1)
-            os._exit(0 if not bad else 1)
-        kids.append(pid)
-    codes = [os.waitstatus_to_exitcode(os.waitpid(p, 0)[1]) for p in kids]
+    codes = fork_children(4)
     ok = 2 * codes.count(0)
     bad = [c for c in codes if c]
 elif mode == "fork-after-call":
     # The parent's thread holds a connection when it forks: each child must make its own,
     # and the parent's must still be its own afterwards.
-    import maf_host_tools
     check(9, 1)
-    parents = os.fstat(maf_host_tools._local.conn[0].fileno()).st_ino
-    kids = []
-    for i in range(3):
-        pid = os.fork()
-        if pid == 0:
-            try:
-                check(i, 1)
-                check(i, 2)
-                own = os.fstat(maf_host_tools._local.conn[0].fileno()).st_ino != parents
-            except Exception:
-                os._exit(1)
-            os._exit(0 if not bad and own else 1)
-        kids.append(pid)
-    codes = [os.waitstatus_to_exitcode(os.waitpid(p, 0)[1]) for p in kids]
+    codes = fork_children(3, not_sharing=connection_inode())
     check(9, 2)
     ok += 2 * codes.count(0)
     bad += [c for c in codes if c]
 elif mode == "timeout":
     # The tools server answers one call, then never again: the next call ends with the
     # shim's timeout, as a refusal the program can catch.
-    import maf_host_tools
     maf_host_tools.CALL_TIMEOUT = 1.5
     check(0, 1)
     try:
@@ -86,7 +85,6 @@ elif mode == "mixed":
     check(1, 1)
     fd = int(os.environ["MAF_HOST_TOOLS_FD"])
     os.close(fd)
-    import maf_host_tools
     maf_host_tools._local.conn = None
     check(2, 2)
     try:
