@@ -488,6 +488,20 @@ static void accept_conn(struct channel *c)
 	close(fd);	/* too many connections: the caller sees EOF */
 }
 
+/* Stops reading a connection for good. Closing a socket with bytes still queued to it makes
+ * the kernel report a reset to the peer (ECONNRESET) where it should read the end of the
+ * conversation after our last answer: so take nothing more (SHUT_RD, which also ends the
+ * peer's sending) and drop what is queued already, and the close that follows is clean. */
+static void conn_stop_reading(struct conn *k)
+{
+	char sink[4096];
+
+	shutdown(k->fd, SHUT_RD);
+	while (recv(k->fd, sink, sizeof(sink), MSG_DONTWAIT) > 0)
+		;
+	k->eof = 1;
+}
+
 static void conn_read(struct channel *c, int i)
 {
 	struct conn *k = &c->conns[i];
@@ -543,8 +557,10 @@ static void conn_read(struct channel *c, int i)
 			snprintf(why, sizeof(why), "the call line is longer than %u bytes",
 				 MAFL_CHANNEL_LINE_MAX);
 			refuse(c, i, NULL, why);
+			if (k->fd < 0)
+				return;
 			k->in_len = 0;
-			k->eof = 1;	/* no way to find the next line: stop reading */
+			conn_stop_reading(k);	/* no way to find the next line */
 			break;
 		}
 		/* Less than there was room for: the socket is empty for now, and poll will say
