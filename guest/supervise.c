@@ -520,7 +520,8 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 		_exit(1);
 	}
 	s.out_r = out_pipe[0];
-	s.start_ms = now_ms();
+	/* The launch path: nothing before it has used the vDSO (util.h). */
+	s.start_ms = now_ms_syscall();
 	{
 		/* Every descriptor the child should not keep is close-on-exec. */
 		struct child_args a = {o, d, out_pipe[1], msg_pipe[1], chan_fd, envp};

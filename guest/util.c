@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -179,6 +180,15 @@ long long now_ms(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+long long now_ms_syscall(void)
+{
+	struct timespec ts;
+
+	if (syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &ts) < 0)
+		return now_ms();
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 

@@ -127,22 +127,26 @@ def test_policy_seccomp_off_prints_nothing(launcher):
 
 def pfc_rules(text):
     """The PFC's syscall blocks as {syscall name: body below its `if ($syscall == N)`}, plus
-    the default and bad-arch actions."""
-    blocks, name, default, badarch = {}, None, None, None
+    the default and bad-arch actions. The blocks sit at any depth of the binary search on
+    the syscall number; each body is given as if its block were at the top level."""
+    blocks, name, indent, default, badarch = {}, None, "", None, None
     lines = text.splitlines(True)
     for i, line in enumerate(lines):
-        m = re.match(r'  # filter for syscall "(\w+)" \((\d+)\)', line)
+        m = re.match(r'( +)# filter for syscall "(\w+)" \((\d+)\)', line)
         if m:
-            name = m.group(1)
-            assert lines[i + 1] == f"  if ($syscall == {m.group(2)})\n", lines[i + 1]
+            indent, name = m.group(1), m.group(2)
+            assert lines[i + 1] == f"{indent}if ($syscall == {m.group(3)})\n", lines[i + 1]
+            assert name not in blocks, name
             blocks[name] = ""
         elif line.startswith("  # default action"):
             name = None
             default = re.match(r"  action (\S+);", lines[i + 1]).group(1)
         elif line.startswith("# invalid architecture action"):
             badarch = re.match(r"action (\S+);", lines[i + 1]).group(1)
-        elif name and line.startswith("    "):
-            blocks[name] += line
+        elif name and line.startswith(indent + "  "):
+            blocks[name] += "  " + line[len(indent):]
+        elif name and not line.startswith(indent + "if ($syscall == "):
+            name = None
     return blocks, default, badarch
 
 
