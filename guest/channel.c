@@ -573,7 +573,7 @@ static void conn_read(struct channel *c, int i)
 int channel_open(struct channel **out, int host_tools_fd, const struct channel_opts *opts,
 		 int *program_fd)
 {
-	struct channel *c = calloc(1, sizeof(*c));
+	struct channel *c = mafl_arena_calloc(1, sizeof(*c));
 	int sv[2] = {-1, -1}, err, i;
 
 	if (!c)
@@ -678,7 +678,7 @@ void channel_free(struct channel *c)
 		close(c->listen_fd);
 	if (c->ino_fd >= 0)
 		close(c->ino_fd);
-	free(c);
+	mafl_arena_free(c);
 }
 
 int channel_connect(int chan_fd)

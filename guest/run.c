@@ -181,14 +181,14 @@ char **run_build_env(char *const *env, const char *run_dir)
 		if (env_is(env[i], "PYTHONPATH"))
 			old_pp = env[i] + strlen("PYTHONPATH=");
 	}
-	newenv = calloc(count + 4, sizeof(*newenv));
+	newenv = mafl_arena_calloc(count + 4, sizeof(*newenv));
 	if (!newenv)
 		return NULL;
 	pplen = strlen("PYTHONPATH=") + strlen(run_dir) + strlen("/" MAFP_DIR_HOST_TOOLS) +
 		(old_pp ? strlen(old_pp) + 1 : 0) + 1;
-	pp = malloc(pplen);
+	pp = mafl_arena_calloc(pplen, 1);
 	if (!pp) {
-		free(newenv);
+		mafl_arena_free(newenv);
 		return NULL;
 	}
 	w = pp + sprintf(pp, "PYTHONPATH=%s/%s", run_dir, MAFP_DIR_HOST_TOOLS);
@@ -223,8 +223,8 @@ char **run_build_env(char *const *env, const char *run_dir)
 void run_free_env(char **env)
 {
 	if (env) {
-		free(env[0]);
-		free(env);
+		mafl_arena_free(env[0]);
+		mafl_arena_free(env);
 	}
 }
 

@@ -407,32 +407,37 @@ static int await_exec(struct sup *s, int msg_r, struct child_msg *fail)
 	}
 }
 
-/* The run's environment plus MAF_HOST_TOOLS_FD and MAF_HOST_TOOLS. NULL on ENOMEM. */
+/* The run's environment plus MAF_HOST_TOOLS_FD and MAF_HOST_TOOLS, in the launch arena
+ * (util.h). NULL on ENOMEM. */
 static char **channel_env(char **envp, int fd, char **tools)
 {
 	size_t n = 0, len = 1, i;
-	char **out, *list;
+	char **out, *list, *fd_var;
+	int fd_len;
 
 	while (envp[n])
 		n++;
-	out = calloc(n + 3, sizeof(*out));
-	if (!out)
-		return NULL;
-	memcpy(out, envp, n * sizeof(*out));
 	for (i = 0; tools && tools[i]; i++)
 		len += strlen(tools[i]) + 1;
-	list = malloc(strlen(MAFL_CHANNEL_TOOLS_ENV "=") + len);
-	if (!list || asprintf(&out[n], "%s=%d", MAFL_CHANNEL_FD_ENV, fd) < 0) {
-		free(list);
-		free(out);
+	fd_len = snprintf(NULL, 0, "%s=%d", MAFL_CHANNEL_FD_ENV, fd) + 1;
+	out = mafl_arena_calloc(n + 3, sizeof(*out));
+	list = mafl_arena_calloc(strlen(MAFL_CHANNEL_TOOLS_ENV "=") + len, 1);
+	fd_var = mafl_arena_calloc((size_t)fd_len, 1);
+	if (!out || !list || !fd_var) {
+		mafl_arena_free(fd_var);
+		mafl_arena_free(list);
+		mafl_arena_free(out);
 		return NULL;
 	}
+	memcpy(out, envp, n * sizeof(*out));
+	snprintf(fd_var, (size_t)fd_len, "%s=%d", MAFL_CHANNEL_FD_ENV, fd);
 	strcpy(list, MAFL_CHANNEL_TOOLS_ENV "=");
 	for (i = 0; tools && tools[i]; i++) {
 		if (i)
 			strcat(list, " ");
 		strcat(list, tools[i]);
 	}
+	out[n] = fd_var;
 	out[n + 1] = list;
 	return out;
 }

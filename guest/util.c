@@ -248,3 +248,28 @@ int open_regular_at(int dirfd, const char *name, struct stat *st)
 	}
 	return fd;
 }
+
+/* The launch arena: see util.h. Static, so zero until used; nothing in it is ever reused. */
+static unsigned char arena[32768] __attribute__((aligned(16)));
+static size_t arena_used;
+
+void *mafl_arena_calloc(size_t n, size_t size)
+{
+	size_t len;
+	void *p;
+
+	if (size && n > ((size_t)-1 - 15) / size)
+		return NULL;
+	len = (n * size + 15) & ~(size_t)15;
+	if (len > sizeof(arena) - arena_used)
+		return calloc(n, size);
+	p = arena + arena_used;
+	arena_used += len;
+	return p;
+}
+
+void mafl_arena_free(void *p)
+{
+	if ((unsigned char *)p < arena || (unsigned char *)p >= arena + sizeof(arena))
+		free(p);
+}
