@@ -170,6 +170,30 @@ static double quantile_ms(long long *t, int n, double q)
 	return t[(int)(q * (n - 1) + 0.5)] / 1e6;
 }
 
+/* The file `python3` names on PATH, as both launchers will find it: the figures depend on
+ * it (a wrapper script such as pyenv's shim starts more processes beside the launch). */
+static void which_python3(char *out, size_t size)
+{
+	const char *path = getenv("PATH"), *p;
+
+	snprintf(out, size, "not on PATH");
+	for (p = path; p && *p;) {
+		size_t n = strcspn(p, ":");
+		char cand[4200];
+
+		if (n > 0 && n < 4096) {
+			snprintf(cand, sizeof(cand), "%.*s/python3", (int)n, p);
+			if (access(cand, X_OK) == 0) {
+				snprintf(out, size, "%s", cand);
+				return;
+			}
+		}
+		p += n;
+		if (*p == ':')
+			p++;
+	}
+}
+
 int main(int argc, char **argv)
 {
 	const char *launcher = NULL, *reference = NULL;
@@ -254,6 +278,12 @@ int main(int argc, char **argv)
 
 	printf("bench-launch: %d launches each, alternating, trivial python3 program, from the "
 	       "spawn to the exit status with stdout and stderr read to EOF\n", iterations);
+	{
+		char py[4200];
+
+		which_python3(py, sizeof(py));
+		printf("  python3: %s\n", py);
+	}
 	{
 		struct statfs fs;
 		const char *kind = "other";
