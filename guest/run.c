@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -290,10 +291,33 @@ static __attribute__((noreturn)) void raw_die(int code, const char *rest, size_t
 	mafl_raw_exit(code);
 }
 
-/* The launcher after the supervisor has started: it may share the supervisor's memory
- * (spawn.h), so it uses nothing but raw system calls and the bytes of the report. */
-static __attribute__((noreturn)) void finish(pid_t sup, int report_r)
+/* The session marker's staging file, made by the launcher while the supervisor starts the
+ * program: on some file systems a new inode costs more than the rest of the launch (ext4
+ * without a journal steps over every recently freed one), and the launcher would only be
+ * waiting. It is created as publish_at() would (O_NOFOLLOW: a planted symlink is refused)
+ * and passed to the supervisor over the report socket; without it (any failure, or no
+ * descriptor at all) the supervisor publishes the marker itself. Returns 1 if this process
+ * created the file. */
+static int stage_session_marker(const struct run_dirs *d, int report_r)
 {
+	static const char part[] = MAFP_MARKER_SESSION MAFP_PART_SUFFIX;
+	long fd = mafl_raw_openat(d->host_tools, part,
+				  O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
+
+	mafl_raw_send_fd(report_r, fd >= 0 ? (int)fd : -1);
+	if (fd < 0)
+		return 0;
+	mafl_raw_close((int)fd);
+	return 1;
+}
+
+/* The launcher after the supervisor has started: it may share the supervisor's memory
+ * (spawn.h), so it uses nothing but raw system calls and the bytes of the report. A failed
+ * launch leaves no staging file of ours behind. */
+static __attribute__((noreturn)) void finish(pid_t sup, int report_r, const struct run_dirs *d,
+					     int staged)
+{
+	static const char part[] = MAFP_MARKER_SESSION MAFP_PART_SUFFIX;
 	static const char died[] = ": the supervisor ended before the program started\n";
 	static const char unwritable[] = ": cannot write to stdout\n";
 	struct launch_report rep;
@@ -307,6 +331,8 @@ static __attribute__((noreturn)) void finish(pid_t sup, int report_r)
 			break;
 		got += (size_t)n;
 	}
+	if (staged && (got != sizeof(rep) || rep.exit_code != 0))
+		mafl_raw_unlinkat(d->host_tools, part);
 	if (got != sizeof(rep) || rep.len >= sizeof(rep.text)) {
 		/* The supervisor died before it could say; reap it so no zombie is left. */
 		mafl_raw_wait(sup);
@@ -332,7 +358,7 @@ int cmd_run(int argc, char **argv)
 	static struct run_opts o;
 	static struct run_dirs d;
 	static struct supervisor_args a;
-	int pipefd[2];
+	int sv[2];
 	pid_t sup;
 
 	run_parse_args(argc, argv, &o);
@@ -348,17 +374,19 @@ int cmd_run(int argc, char **argv)
 	o.envp = run_build_env(environ, o.run_dir);
 	if (!o.envp)
 		die(MAFP_EXIT_LAUNCHER, "out of memory");
-	if (pipe2(pipefd, O_CLOEXEC) < 0)
-		die_errno(MAFP_EXIT_LAUNCHER, "cannot create a pipe");
+	/* A socket, not a pipe: the report comes back on it, and the session marker's staging
+	 * file goes the other way (stage_session_marker). */
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		die_errno(MAFP_EXIT_LAUNCHER, "cannot create a socket pair");
 	fflush(NULL);
 	a.o = &o;
 	a.d = &d;
-	a.report_r = pipefd[0];
-	a.report_w = pipefd[1];
+	a.report_r = sv[0];
+	a.report_w = sv[1];
 	sup = mafl_spawn_shared(supervisor_main, &a);
 	if (sup < 0)
 		die_errno(MAFP_EXIT_LAUNCHER, "cannot start the supervisor");
 	/* From here on the supervisor owns the heap, stdio and errno. */
-	mafl_raw_close(pipefd[1]);
-	finish(sup, pipefd[0]);
+	mafl_raw_close(sv[1]);
+	finish(sup, sv[0], &d, stage_session_marker(&d, sv[0]));
 }

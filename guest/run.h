@@ -46,9 +46,10 @@ void run_parse_args(int argc, char **argv, struct run_opts *o);
 
 /* Builds the program's environment from env (NULL-terminated): PYTHONPATH rebuilt with
  * R/host_tools first then only inherited entries that are absolute, canonical and outside
- * R; PYTHONUNBUFFERED=1; PYTHONNOUSERSITE=1. Returns a malloc'd array whose first entry
- * (PYTHONPATH) is malloc'd and whose others are env's own strings or constants, or NULL on
- * allocation failure. Free it with run_free_env(). */
+ * R; PYTHONUNBUFFERED=1; PYTHONNOUSERSITE=1. Returns an array from mafl_arena_calloc
+ * (util.h) whose first entry (PYTHONPATH) is allocated the same way and whose others are
+ * env's own strings or constants, or NULL on allocation failure. Free it with
+ * run_free_env(). */
 char **run_build_env(char *const *env, const char *run_dir);
 void run_free_env(char **env);
 
@@ -57,7 +58,9 @@ int run_pythonpath_entry_ok(const char *entry, size_t len, const char *run_dir);
 
 /* The supervisor: starts the program, reports the launch through report_fd, then
  * supervises it to the end and writes the markers. Never returns. It may share the
- * launcher's memory (spawn.h): o and d must stay as they are. */
+ * launcher's memory (spawn.h): o and d must stay as they are. report_fd is a stream
+ * socket on which the launcher sends one byte, with the session marker's staging file
+ * attached when it could make it (run.c). */
 __attribute__((noreturn)) void supervise(const struct run_opts *o, const struct run_dirs *d,
 					 int report_fd);
 

@@ -3,7 +3,10 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
+#include <fcntl.h>
+#include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -50,6 +53,21 @@ long mafl_raw_close(int fd)
 long mafl_raw_wait(pid_t pid)
 {
 	return ret(waitpid(pid, NULL, 0));
+}
+
+long mafl_raw_openat(int dirfd, const char *path, int flags, int mode)
+{
+	return ret(openat(dirfd, path, flags, mode));
+}
+
+long mafl_raw_unlinkat(int dirfd, const char *path)
+{
+	return ret(unlinkat(dirfd, path, 0));
+}
+
+static long send_fd(int sock, struct msghdr *mh)
+{
+	return ret(sendmsg(sock, mh, MSG_NOSIGNAL));
 }
 
 void mafl_raw_exit(int code)
@@ -158,6 +176,31 @@ long mafl_raw_wait(pid_t pid)
 	return r;
 }
 
+long mafl_raw_openat(int dirfd, const char *path, int flags, int mode)
+{
+	long r;
+
+	do
+		r = sc(SYS_openat, dirfd, (long)path, flags, mode);
+	while (r == -EINTR);
+	return r;
+}
+
+long mafl_raw_unlinkat(int dirfd, const char *path)
+{
+	return sc(SYS_unlinkat, dirfd, (long)path, 0, 0);
+}
+
+static long send_fd(int sock, struct msghdr *mh)
+{
+	long r;
+
+	do
+		r = sc(SYS_sendmsg, sock, (long)mh, MSG_NOSIGNAL, 0);
+	while (r == -EINTR);
+	return r;
+}
+
 void mafl_raw_exit(int code)
 {
 	for (;;)
@@ -165,3 +208,28 @@ void mafl_raw_exit(int code)
 }
 
 #endif
+
+long mafl_raw_send_fd(int sock, int fd)
+{
+	char byte = 0;
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} ctl;
+	struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+
+	if (fd >= 0) {
+		struct cmsghdr *c;
+
+		memset(&ctl, 0, sizeof(ctl));
+		mh.msg_control = ctl.buf;
+		mh.msg_controllen = sizeof(ctl.buf);
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	}
+	return send_fd(sock, &mh);
+}

@@ -50,6 +50,11 @@ long mafl_raw_read(int fd, void *buf, size_t len);
 long mafl_raw_write(int fd, const void *buf, size_t len);
 long mafl_raw_close(int fd);
 long mafl_raw_wait(pid_t pid);
+long mafl_raw_openat(int dirfd, const char *path, int flags, int mode);
+long mafl_raw_unlinkat(int dirfd, const char *path);
+/* Sends one byte on the stream socket sock, with fd attached as SCM_RIGHTS when fd >= 0;
+ * never raises SIGPIPE. */
+long mafl_raw_send_fd(int sock, int fd);
 __attribute__((noreturn)) void mafl_raw_exit(int code);
 
 #endif

@@ -15,6 +15,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
@@ -442,18 +443,58 @@ static char **channel_env(char **envp, int fd, char **tools)
 	return out;
 }
 
-static void publish_pid_markers(struct sup *s)
+/* The session marker's staging file the launcher made while we started the program
+ * (run.c), or -1: the one byte it sends on the report socket may carry it. */
+static int take_staged_session(int sock)
 {
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} ctl;
+	char byte;
+	struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+	struct msghdr mh = {
+		.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+		.msg_controllen = sizeof(ctl.buf),
+	};
+	struct cmsghdr *c;
+	ssize_t n;
+	int fd = -1;
+
+	do
+		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n != 1)
+		return -1;
+	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+		    c->cmsg_len == CMSG_LEN(sizeof(int)))
+			memcpy(&fd, CMSG_DATA(c), sizeof(int));
+	return fd;
+}
+
+static void publish_pid_markers(struct sup *s, int report_fd)
+{
+	static const char part[] = MAFP_MARKER_SESSION MAFP_PART_SUFFIX;
+	int ht = s->d->host_tools, staged = take_staged_session(report_fd), ok = 0;
 	char num[32];
 	int n = snprintf(num, sizeof(num), "%d", (int)s->pid);
 
 	/* Upstream's inner shell writes the session first, then the pid. The program leads its
 	 * own session, so both are its pid: the second is a hard link to the first, which
-	 * appears whole as a rename would, for one system call rather than four. A name left
-	 * by an earlier run in R is replaced the usual way. */
-	if (publish_at(s->d->host_tools, MAFP_MARKER_SESSION, num, (size_t)n, 0) < 0 ||
-	    linkat(s->d->host_tools, MAFP_MARKER_SESSION, s->d->host_tools, MAFP_MARKER_PID, 0) < 0)
-		publish_at(s->d->host_tools, MAFP_MARKER_PID, num, (size_t)n, 0);
+	 * appears whole as a rename would, for one system call rather than four. The session
+	 * marker is staged as publish_at() does, in the file the launcher made; failing that,
+	 * publish_at() makes its own. A name left by an earlier run in R is replaced. */
+	if (staged >= 0) {
+		ok = write_all(staged, num, (size_t)n) == 0;
+		if (close(staged) < 0)
+			ok = 0;
+		ok = ok && renameat(ht, part, ht, MAFP_MARKER_SESSION) == 0;
+	}
+	if (!ok)
+		ok = publish_at(ht, MAFP_MARKER_SESSION, num, (size_t)n, 0) == 0;
+	if (!ok || linkat(ht, MAFP_MARKER_SESSION, ht, MAFP_MARKER_PID, 0) < 0)
+		publish_at(ht, MAFP_MARKER_PID, num, (size_t)n, 0);
 }
 
 void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd)
@@ -551,7 +592,7 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 		launch_failed(&s, report_fd, &fail);
 	}
 	close(msg_pipe[0]);
-	publish_pid_markers(&s);
+	publish_pid_markers(&s, report_fd);
 	send_started(report_fd, s.pid);
 	if (o->timeout_ms > 0)
 		arm(tfd, o->timeout_ms);

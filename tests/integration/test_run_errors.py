@@ -239,6 +239,37 @@ def test_symlinked_output_file_is_refused(run_dir, tmp_path):
     assert_no_success(run_dir)
 
 
+
+def test_planted_session_staging_symlink_is_not_followed(run_dir, tmp_path):
+    """The launcher makes program_session.part while the supervisor starts the program; a
+    symlink planted under that name (an earlier program in the same R) is refused there
+    and by the supervisor's own attempt, so nothing is written through it."""
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    ht = run_dir / HOST_TOOLS
+    ht.mkdir()
+    (ht / "program_session.part").symlink_to(victim)
+    proc = launch(run_dir, "true")
+    assert proc.returncode == 0, proc.stderr
+    info = json.loads(proc.stdout.splitlines()[0])
+    assert wait_exit(run_dir) == "0"
+    assert victim.read_text() == "precious"
+    assert (ht / "program_pid").read_text() == str(info["pid"])
+
+
+def test_session_marker_is_the_staged_file_renamed(run_dir):
+    """The pid markers of a launch: one inode under both names, holding the pid, and no
+    staging file left behind (the launcher's, renamed by the supervisor)."""
+    proc = launch(run_dir, "true")
+    assert proc.returncode == 0, proc.stderr
+    info = json.loads(proc.stdout.splitlines()[0])
+    ht = run_dir / HOST_TOOLS
+    session, pid = ht / "program_session", ht / "program_pid"
+    assert session.read_text() == pid.read_text() == str(info["pid"])
+    assert session.stat().st_ino == pid.stat().st_ino
+    assert wait_exit(run_dir) == "0"
+    assert not any(p.name.endswith(".part") for p in ht.iterdir())
+
 def test_options_with_equals(run_dir):
     proc = maf("run", f"--run-dir={run_dir}", "--timeout=30", "--max-output-bytes=10", "--",
                "echo", "0123456789abc")
