@@ -1,9 +1,10 @@
-/* Starting processes without copying the launcher's memory: see spawn.h. */
+/* Starting processes without copying the launcher's memory, and the raw system calls the
+ * launcher makes while it shares the supervisor's: see spawn.h. */
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
-#include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
