@@ -291,23 +291,30 @@ static __attribute__((noreturn)) void raw_die(int code, const char *rest, size_t
 	mafl_raw_exit(code);
 }
 
-/* The session marker's staging file, made by the launcher while the supervisor starts the
- * program: on some file systems a new inode costs more than the rest of the launch (ext4
- * without a journal steps over every recently freed one), and the launcher would only be
- * waiting. It is created as publish_at() would (O_NOFOLLOW: a planted symlink is refused)
- * and passed to the supervisor over the report socket; without it (any failure, or no
- * descriptor at all) the supervisor publishes the marker itself. Returns 1 if this process
- * created the file. */
-static int stage_session_marker(const struct run_dirs *d, int report_r)
+/* The two files of the launch that the launcher makes while the supervisor gets ready,
+ * rather than wait: on some file systems a new inode costs more than the rest of the launch
+ * (ext4 without a journal steps over every recently freed one). Each goes to the
+ * supervisor over the report socket as an int, 0 with the descriptor attached or the errno
+ * of the failure: first program_output.txt, which the supervisor needs before it starts
+ * the program (a failure is the launch's, reported as before), then the session marker's
+ * staging file, which it needs once the program has started (without it, it publishes the
+ * marker the usual way). Both are made as the supervisor would (O_NOFOLLOW: a planted
+ * symlink is refused). Returns 1 if the staging file was made here. */
+static int make_launch_files(const struct run_dirs *d, int report_r)
 {
 	static const char part[] = MAFP_MARKER_SESSION MAFP_PART_SUFFIX;
-	long fd = mafl_raw_openat(d->host_tools, part,
-				  O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
+	const int flags = O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC;
+	long out = mafl_raw_openat(d->host_tools, MAFP_FILE_OUTPUT, flags, 0666), staged;
 
-	mafl_raw_send_fd(report_r, fd >= 0 ? (int)fd : -1);
-	if (fd < 0)
+	mafl_raw_send_fd(report_r, out >= 0 ? (int)out : -1, out >= 0 ? 0 : (int)-out);
+	if (out < 0)
 		return 0;
-	mafl_raw_close((int)fd);
+	mafl_raw_close((int)out);
+	staged = mafl_raw_openat(d->host_tools, part, flags, 0666);
+	mafl_raw_send_fd(report_r, staged >= 0 ? (int)staged : -1, staged >= 0 ? 0 : (int)-staged);
+	if (staged < 0)
+		return 0;
+	mafl_raw_close((int)staged);
 	return 1;
 }
 
@@ -374,8 +381,8 @@ int cmd_run(int argc, char **argv)
 	o.envp = run_build_env(environ, o.run_dir);
 	if (!o.envp)
 		die(MAFP_EXIT_LAUNCHER, "out of memory");
-	/* A socket, not a pipe: the report comes back on it, and the session marker's staging
-	 * file goes the other way (stage_session_marker). */
+	/* A socket, not a pipe: the report comes back on it, and the files the launcher makes
+	 * go the other way (make_launch_files). */
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		die_errno(MAFP_EXIT_LAUNCHER, "cannot create a socket pair");
 	fflush(NULL);
@@ -388,5 +395,5 @@ int cmd_run(int argc, char **argv)
 		die_errno(MAFP_EXIT_LAUNCHER, "cannot start the supervisor");
 	/* From here on the supervisor owns the heap, stdio and errno. */
 	mafl_raw_close(sv[1]);
-	finish(sup, sv[0], &d, stage_session_marker(&d, sv[0]));
+	finish(sup, sv[0], &d, make_launch_files(&d, sv[0]));
 }

@@ -59,8 +59,7 @@ int run_pythonpath_entry_ok(const char *entry, size_t len, const char *run_dir);
 /* The supervisor: starts the program, reports the launch through report_fd, then
  * supervises it to the end and writes the markers. Never returns. It may share the
  * launcher's memory (spawn.h): o and d must stay as they are. report_fd is a stream
- * socket on which the launcher sends one byte, with the session marker's staging file
- * attached when it could make it (run.c). */
+ * socket on which the launcher also sends the files it makes for the launch (run.c). */
 __attribute__((noreturn)) void supervise(const struct run_opts *o, const struct run_dirs *d,
 					 int report_fd);
 

@@ -210,14 +210,13 @@ void mafl_raw_exit(int code)
 
 #endif
 
-long mafl_raw_send_fd(int sock, int fd)
+long mafl_raw_send_fd(int sock, int fd, int err)
 {
-	char byte = 0;
 	union {
 		char buf[CMSG_SPACE(sizeof(int))];
 		struct cmsghdr align;
 	} ctl;
-	struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+	struct iovec iov = {.iov_base = &err, .iov_len = sizeof(err)};
 	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
 
 	if (fd >= 0) {

@@ -443,16 +443,15 @@ static char **channel_env(char **envp, int fd, char **tools)
 	return out;
 }
 
-/* The session marker's staging file the launcher made while we started the program
- * (run.c), or -1: the one byte it sends on the report socket may carry it. */
-static int take_staged_session(int sock)
+/* The next file the launcher made for the launch (run.c): its descriptor, or -1 with *err
+ * set (the launcher's errno, or EPIPE if it has gone without a word). */
+static int take_launcher_file(int sock, int *err)
 {
 	union {
 		char buf[CMSG_SPACE(sizeof(int))];
 		struct cmsghdr align;
 	} ctl;
-	char byte;
-	struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+	struct iovec iov = {.iov_base = err, .iov_len = sizeof(*err)};
 	struct msghdr mh = {
 		.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
 		.msg_controllen = sizeof(ctl.buf),
@@ -461,22 +460,28 @@ static int take_staged_session(int sock)
 	ssize_t n;
 	int fd = -1;
 
+	*err = 0;
 	do
-		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC | MSG_WAITALL);
 	while (n < 0 && errno == EINTR);
-	if (n != 1)
-		return -1;
 	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
 		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
 		    c->cmsg_len == CMSG_LEN(sizeof(int)))
 			memcpy(&fd, CMSG_DATA(c), sizeof(int));
+	if (n != (ssize_t)sizeof(*err) || *err != 0 || fd < 0) {
+		if (fd >= 0)
+			close(fd);
+		if (n != (ssize_t)sizeof(*err) || *err <= 0)
+			*err = EPIPE;
+		return -1;
+	}
 	return fd;
 }
 
 static void publish_pid_markers(struct sup *s, int report_fd)
 {
 	static const char part[] = MAFP_MARKER_SESSION MAFP_PART_SUFFIX;
-	int ht = s->d->host_tools, staged = take_staged_session(report_fd), ok = 0;
+	int ht = s->d->host_tools, err, staged = take_launcher_file(report_fd, &err), ok = 0;
 	char num[32];
 	int n = snprintf(num, sizeof(num), "%d", (int)s->pid);
 
@@ -545,13 +550,6 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 			    "subreaper: %s", strerror(errno));
 		_exit(1);
 	}
-	s.out_fd = openat(d->host_tools, MAFP_FILE_OUTPUT,
-			  O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
-	if (s.out_fd < 0) {
-		send_report(report_fd, MAFP_EXIT_LAUNCHER, "cannot create %s/%s/%s: %s",
-			    o->run_dir, MAFP_DIR_HOST_TOOLS, MAFP_FILE_OUTPUT, strerror(errno));
-		_exit(1);
-	}
 	if (pipe2(out_pipe, O_CLOEXEC) < 0 ||
 	    pipe2(msg_pipe, O_CLOEXEC | (MAFL_SPAWN_FORK ? 0 : O_NONBLOCK)) < 0) {
 		send_report(report_fd, MAFP_EXIT_LAUNCHER, "cannot create a pipe: %s",
@@ -563,6 +561,13 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 	if (!envp) {
 		send_report(report_fd, MAFP_EXIT_LAUNCHER, "cannot open the call channel: %s",
 			    strerror(rc < 0 ? -rc : ENOMEM));
+		_exit(1);
+	}
+	/* program_output.txt, made by the launcher meanwhile (run.c). */
+	s.out_fd = take_launcher_file(report_fd, &rc);
+	if (s.out_fd < 0) {
+		send_report(report_fd, MAFP_EXIT_LAUNCHER, "cannot create %s/%s/%s: %s",
+			    o->run_dir, MAFP_DIR_HOST_TOOLS, MAFP_FILE_OUTPUT, strerror(rc));
 		_exit(1);
 	}
 	s.out_r = out_pipe[0];
