@@ -298,12 +298,12 @@ static __attribute__((noreturn)) void raw_die(int code, const char *rest, size_t
  * of the failure: first program_output.txt, which the supervisor needs before it starts
  * the program (a failure is the launch's, reported as before), then the session marker's
  * staging file, which it needs once the program has started (without it, it publishes the
- * marker the usual way). Both are made as the supervisor would (O_NOFOLLOW: a planted
- * symlink is refused). Returns 1 if the staging file was made here. */
+ * marker the usual way). Both are made as publish_at() makes its files (a planted symlink
+ * or FIFO is refused). Returns 1 if the staging file was made here. */
 static int make_launch_files(const struct run_dirs *d, int report_r)
 {
 	static const char part[] = MAFP_MARKER_SESSION MAFP_PART_SUFFIX;
-	const int flags = O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC;
+	const int flags = O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
 	long out = mafl_raw_openat(d->host_tools, MAFP_FILE_OUTPUT, flags, 0666), staged;
 
 	mafl_raw_send_fd(report_r, out >= 0 ? (int)out : -1, out >= 0 ? 0 : (int)-out);

@@ -109,8 +109,11 @@ int publish_at(int dirfd, const char *name, const void *content, size_t len, int
 		errno = ENAMETOOLONG;
 		return -1;
 	}
-	/* O_NOFOLLOW: the program may have planted a symlink under the .part name. */
-	fd = openat(dirfd, part, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
+	/* The program may have planted something under the .part name: O_NOFOLLOW refuses a
+	 * symlink, and O_NONBLOCK a FIFO, whose open would otherwise wait for a reader forever
+	 * (it has no effect on a regular file). */
+	fd = openat(dirfd, part,
+		    O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0666);
 	if (fd < 0)
 		return -1;
 	if (write_all(fd, content, len) < 0 || (durable && fsync(fd) < 0))

@@ -257,6 +257,37 @@ def test_planted_session_staging_symlink_is_not_followed(run_dir, tmp_path):
     assert (ht / "program_pid").read_text() == str(info["pid"])
 
 
+
+def test_planted_fifo_output_file_is_refused(run_dir):
+    """A FIFO left under the output file's name (an earlier program in the same R) is refused
+    at once: opening it for writing would wait for a reader forever. The harness's timeout
+    is only a safety net."""
+    ht = run_dir / HOST_TOOLS
+    ht.mkdir()
+    os.mkfifo(ht / "program_output.txt")
+    proc = launch(run_dir, "true")
+    assert proc.returncode == 125, (proc.returncode, proc.stderr)
+    assert "program_output.txt" in one_line(proc.stderr)
+    assert_no_success(run_dir)
+
+
+def test_planted_fifo_marker_staging_does_not_hang_the_run(run_dir):
+    """FIFOs left under the markers' staging names cost the markers they stand for, never the
+    run: the launch returns, the program runs, the supervisor ends."""
+    ht = run_dir / HOST_TOOLS
+    ht.mkdir()
+    os.mkfifo(ht / "program_session.part")
+    os.mkfifo(ht / "program_exit.json.part")
+    proc = launch(run_dir, "true")
+    assert proc.returncode == 0, proc.stderr
+    info = json.loads(proc.stdout.splitlines()[0])
+    assert (ht / "program_pid").read_text() == str(info["pid"])
+    assert wait_exit(run_dir) == "0"
+    deadline = time.monotonic() + 30
+    while pid_alive(info["supervisor_pid"]) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not pid_alive(info["supervisor_pid"])
+
 def test_session_marker_is_the_staged_file_renamed(run_dir):
     """The pid markers of a launch: one inode under both names, holding the pid, and no
     staging file left behind (the launcher's, renamed by the supervisor)."""
