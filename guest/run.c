@@ -291,31 +291,34 @@ static __attribute__((noreturn)) void raw_die(int code, const char *rest, size_t
 	mafl_raw_exit(code);
 }
 
+/* The session marker's staging name, which the launcher makes and removes. */
+static const char session_part[] = MAFP_MARKER_SESSION MAFP_PART_SUFFIX;
+
+/* Makes dir/name as publish_at() makes its files (MAFL_OPEN_STAGED) and sends it on sock:
+ * an int, 0 with the descriptor attached, or the errno of the failure. Returns 1 if made. */
+static int hand_over(int dirfd, const char *name, int sock)
+{
+	long fd = mafl_raw_openat(dirfd, name, MAFL_OPEN_STAGED, 0666);
+
+	mafl_raw_send_fd(sock, fd >= 0 ? (int)fd : -1, fd >= 0 ? 0 : (int)-fd);
+	if (fd < 0)
+		return 0;
+	mafl_raw_close((int)fd);
+	return 1;
+}
+
 /* The two files of the launch that the launcher makes while the supervisor gets ready,
  * rather than wait: on some file systems a new inode costs more than the rest of the launch
  * (ext4 without a journal steps over every recently freed one). Each goes to the
- * supervisor over the report socket as an int, 0 with the descriptor attached or the errno
- * of the failure: first program_output.txt, which the supervisor needs before it starts
- * the program (a failure is the launch's, reported as before), then the session marker's
- * staging file, which it needs once the program has started (without it, it publishes the
- * marker the usual way). Both are made as publish_at() makes its files (a planted symlink
- * or FIFO is refused). Returns 1 if the staging file was made here. */
+ * supervisor over the report socket (hand_over): first program_output.txt, which the
+ * supervisor needs before it starts the program (a failure is the launch's, reported as
+ * before), then the session marker's staging file, which it needs once the program has
+ * started (without it, it publishes the marker the usual way). Returns 1 if the staging
+ * file was made here. */
 static int make_launch_files(const struct run_dirs *d, int report_r)
 {
-	static const char part[] = MAFP_MARKER_SESSION MAFP_PART_SUFFIX;
-	const int flags = O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
-	long out = mafl_raw_openat(d->host_tools, MAFP_FILE_OUTPUT, flags, 0666), staged;
-
-	mafl_raw_send_fd(report_r, out >= 0 ? (int)out : -1, out >= 0 ? 0 : (int)-out);
-	if (out < 0)
-		return 0;
-	mafl_raw_close((int)out);
-	staged = mafl_raw_openat(d->host_tools, part, flags, 0666);
-	mafl_raw_send_fd(report_r, staged >= 0 ? (int)staged : -1, staged >= 0 ? 0 : (int)-staged);
-	if (staged < 0)
-		return 0;
-	mafl_raw_close((int)staged);
-	return 1;
+	return hand_over(d->host_tools, MAFP_FILE_OUTPUT, report_r) &&
+	       hand_over(d->host_tools, session_part, report_r);
 }
 
 /* The launcher after the supervisor has started: it may share the supervisor's memory
@@ -324,7 +327,6 @@ static int make_launch_files(const struct run_dirs *d, int report_r)
 static __attribute__((noreturn)) void finish(pid_t sup, int report_r, const struct run_dirs *d,
 					     int staged)
 {
-	static const char part[] = MAFP_MARKER_SESSION MAFP_PART_SUFFIX;
 	static const char died[] = ": the supervisor ended before the program started\n";
 	static const char unwritable[] = ": cannot write to stdout\n";
 	struct launch_report rep;
@@ -339,7 +341,7 @@ static __attribute__((noreturn)) void finish(pid_t sup, int report_r, const stru
 		got += (size_t)n;
 	}
 	if (staged && (got != sizeof(rep) || rep.exit_code != 0))
-		mafl_raw_unlinkat(d->host_tools, part);
+		mafl_raw_unlinkat(d->host_tools, session_part);
 	if (got != sizeof(rep) || rep.len >= sizeof(rep.text)) {
 		/* The supervisor died before it could say; reap it so no zombie is left. */
 		mafl_raw_wait(sup);

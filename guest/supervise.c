@@ -480,25 +480,20 @@ static int take_launcher_file(int sock, int *err)
 
 static void publish_pid_markers(struct sup *s, int report_fd)
 {
-	static const char part[] = MAFP_MARKER_SESSION MAFP_PART_SUFFIX;
-	int ht = s->d->host_tools, err, staged = take_launcher_file(report_fd, &err), ok = 0;
+	int ht = s->d->host_tools, err, staged = take_launcher_file(report_fd, &err), rc;
 	char num[32];
 	int n = snprintf(num, sizeof(num), "%d", (int)s->pid);
 
 	/* Upstream's inner shell writes the session first, then the pid. The program leads its
 	 * own session, so both are its pid: the second is a hard link to the first, which
 	 * appears whole as a rename would, for one system call rather than four. The session
-	 * marker is staged as publish_at() does, in the file the launcher made; failing that,
-	 * publish_at() makes its own. A name left by an earlier run in R is replaced. */
-	if (staged >= 0) {
-		ok = write_all(staged, num, (size_t)n) == 0;
-		if (close(staged) < 0)
-			ok = 0;
-		ok = ok && renameat(ht, part, ht, MAFP_MARKER_SESSION) == 0;
-	}
-	if (!ok)
-		ok = publish_at(ht, MAFP_MARKER_SESSION, num, (size_t)n, 0) == 0;
-	if (!ok || linkat(ht, MAFP_MARKER_SESSION, ht, MAFP_MARKER_PID, 0) < 0)
+	 * marker's .part is the file the launcher made, or failing that one made here. A name
+	 * left by an earlier run in R is replaced. */
+	rc = staged >= 0 ? publish_staged_at(ht, MAFP_MARKER_SESSION, staged, num, (size_t)n, 0)
+			 : -1;
+	if (rc < 0)
+		rc = publish_at(ht, MAFP_MARKER_SESSION, num, (size_t)n, 0);
+	if (rc < 0 || linkat(ht, MAFP_MARKER_SESSION, ht, MAFP_MARKER_PID, 0) < 0)
 		publish_at(ht, MAFP_MARKER_PID, num, (size_t)n, 0);
 }
 

@@ -100,22 +100,21 @@ ssize_t read_full(int fd, void *buf, size_t size)
 	return (ssize_t)got;
 }
 
-int publish_at(int dirfd, const char *name, const void *content, size_t len, int durable)
+static int part_name(char *part, size_t size, const char *name)
 {
-	char part[256];
-	int fd, err;
-
-	if (snprintf(part, sizeof(part), "%s%s", name, MAFP_PART_SUFFIX) >= (int)sizeof(part)) {
+	if (snprintf(part, size, "%s%s", name, MAFP_PART_SUFFIX) >= (int)size) {
 		errno = ENAMETOOLONG;
 		return -1;
 	}
-	/* The program may have planted something under the .part name: O_NOFOLLOW refuses a
-	 * symlink, and O_NONBLOCK a FIFO, whose open would otherwise wait for a reader forever
-	 * (it has no effect on a regular file). */
-	fd = openat(dirfd, part,
-		    O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0666);
-	if (fd < 0)
-		return -1;
+	return 0;
+}
+
+/* publish_at() from the open .part file on. */
+static int publish_part(int dirfd, const char *part, const char *name, int fd,
+			const void *content, size_t len, int durable)
+{
+	int err;
+
 	if (write_all(fd, content, len) < 0 || (durable && fsync(fd) < 0))
 		goto fail;
 	if (close(fd) < 0) {
@@ -135,6 +134,31 @@ fail:
 	unlinkat(dirfd, part, 0);
 	errno = err;
 	return -1;
+}
+
+int publish_at(int dirfd, const char *name, const void *content, size_t len, int durable)
+{
+	char part[256];
+	int fd;
+
+	if (part_name(part, sizeof(part), name) < 0)
+		return -1;
+	fd = openat(dirfd, part, MAFL_OPEN_STAGED, 0666);
+	if (fd < 0)
+		return -1;
+	return publish_part(dirfd, part, name, fd, content, len, durable);
+}
+
+int publish_staged_at(int dirfd, const char *name, int fd, const void *content, size_t len,
+		      int durable)
+{
+	char part[256];
+
+	if (part_name(part, sizeof(part), name) < 0) {
+		close(fd);
+		return -1;
+	}
+	return publish_part(dirfd, part, name, fd, content, len, durable);
 }
 
 int parse_u64(const char *s, unsigned long long max, unsigned long long *out)
@@ -178,12 +202,17 @@ int parse_seconds_ms(const char *s, long long max_ms, long long *out_ms)
 	return 0;
 }
 
+static long long ms_of(const struct timespec *ts)
+{
+	return (long long)ts->tv_sec * 1000 + ts->tv_nsec / 1000000;
+}
+
 long long now_ms(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return ms_of(&ts);
 }
 
 long long now_ms_syscall(void)
@@ -192,7 +221,7 @@ long long now_ms_syscall(void)
 
 	if (syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &ts) < 0)
 		return now_ms();
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return ms_of(&ts);
 }
 
 void str_copy(char *dst, size_t size, const char *src)

@@ -3,6 +3,7 @@
 #ifndef MAFL_UTIL_H
 #define MAFL_UTIL_H
 
+#include <fcntl.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -20,10 +21,18 @@ int write_all(int fd, const void *buf, size_t len);
 /* Reads up to size bytes until EOF, looping on EINTR. Returns bytes read, or -1 with errno. */
 ssize_t read_full(int fd, void *buf, size_t size);
 
-/* Publishes content as dir/name: writes dir/name.part (mode 0666 less umask), fsyncs it if
- * durable, renames it into place and, if durable, fsyncs the directory. dirfd is an open
- * directory. Returns 0, or -1 with errno set (the .part file is removed). */
+/* How a file the program may have planted something in the way of is opened for writing
+ * (mode 0666 less umask): O_NOFOLLOW refuses a symlink, and O_NONBLOCK a FIFO, whose open
+ * would otherwise wait for a reader forever (it has no effect on a regular file). */
+#define MAFL_OPEN_STAGED (O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+
+/* Publishes content as dir/name: writes dir/name.part (opened with MAFL_OPEN_STAGED), fsyncs
+ * it if durable, renames it into place and, if durable, fsyncs the directory. dirfd is an
+ * open directory. Returns 0, or -1 with errno set (the .part file is removed). */
 int publish_at(int dirfd, const char *name, const void *content, size_t len, int durable);
+/* publish_at() with dir/name.part already open as fd, which it closes in every case. */
+int publish_staged_at(int dirfd, const char *name, int fd, const void *content, size_t len,
+		      int durable);
 
 /* Parses a duration in seconds ("30", "0.5") into milliseconds. Returns 0 or -1. */
 int parse_seconds_ms(const char *s, long long max_ms, long long *out_ms);

@@ -16,8 +16,9 @@ Figures only: p50, p99 and mean round trip per path, calls per second one call a
 (1 / mean), how often the calling thread slept per call (one is the least a wait can cost),
 and calls per second with several threads calling at once. Before each host, the
 machine's floor (tests/bench/bench_wake.c): the round trip between two processes over a
-socketpair, which a call pays twice; on a VM it moves with the load of the machine beneath. Targets from issue 4:
-p50 <= 200 us and >= 5,000 calls/s; each figure is marked against them, nothing fails.
+socketpair, which a call pays twice; on a VM it moves with the load of the machine beneath.
+Targets from issue 4: p50 <= 200 us and >= 5,000 calls/s; each figure is marked against
+them, nothing fails.
 
 The run directory's file system matters (every call creates and renames files on both
 sides): the bench runs once per --run-dirs parent, by default $TMPDIR (or /tmp), as maf-host
