@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -129,10 +130,54 @@ static uint64_t ignored_signals(void)
 	return p < end ? mask : ~(uint64_t)0;
 }
 
-/* In the program's process: stdio, session, containment in DESIGN.md's order, exec. */
-static __attribute__((noreturn)) void child_exec(const struct run_opts *o, const struct run_dirs *d,
-						 int out_w, int msg_fd, int chan_fd, char **envp)
+/* The CPUs this process may run on, while it keeps to one of them to start the program's
+ * process (hold_cpu). */
+struct cpu_hold {
+	cpu_set_t saved;
+	int held;
+};
+
+/* Keeps this process on the CPU it runs on, and so the program's process it is about to
+ * start, which inherits the affinity: a new process is otherwise placed on the idlest CPU,
+ * which on an idle machine wakes another CPU only to have this one wait for it (the vfork
+ * lasts until the exec). The program's process gives the affinity back before exec
+ * (child_exec), and this one once it returns (release_cpu). Nothing is held where the
+ * affinity cannot be read whole (over 1024 CPUs) or changed. */
+static void hold_cpu(struct cpu_hold *h)
 {
+	cpu_set_t one;
+	unsigned cpu;
+
+	h->held = 0;
+	if (sched_getaffinity(0, sizeof(h->saved), &h->saved) < 0 ||
+	    CPU_COUNT(&h->saved) < 2 || syscall(SYS_getcpu, &cpu, NULL, NULL) < 0 ||
+	    cpu >= CPU_SETSIZE)
+		return;
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	h->held = sched_setaffinity(0, sizeof(one), &one) == 0;
+}
+
+static int release_cpu(const struct cpu_hold *h)
+{
+	return h->held ? sched_setaffinity(0, sizeof(h->saved), &h->saved) : 0;
+}
+
+struct child_args {
+	const struct run_opts *o;
+	const struct run_dirs *d;
+	int out_w, msg_w, chan_fd;
+	char **envp;
+	const struct cpu_hold *cpus;
+};
+
+/* In the program's process: stdio, session, containment in DESIGN.md's order, exec. */
+static __attribute__((noreturn)) void child_exec(const struct child_args *a)
+{
+	const struct run_opts *o = a->o;
+	const struct run_dirs *d = a->d;
+	int out_w = a->out_w, msg_fd = a->msg_w, chan_fd = a->chan_fd;
+	char **envp = a->envp;
 	struct rlimit core = {0, 0};
 	struct mafl_policy policy = o->policy;
 	pid_t supervisor = getppid();
@@ -188,6 +233,10 @@ static __attribute__((noreturn)) void child_exec(const struct run_opts *o, const
 	if (getppid() != supervisor)
 		_exit(MAFP_EXIT_LAUNCHER);	/* it died before the tie: nobody to tell */
 	policy.supervisor = supervisor;
+	/* The caller's affinity, not the CPU the launch kept to (hold_cpu): before the seccomp
+	 * filter, which may not allow it. */
+	if (release_cpu(a->cpus) < 0)
+		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, errno, "restore the CPU affinity");
 	rc = mafl_seccomp_load(&policy);
 	if (rc < 0)
 		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, -rc, "load the seccomp filter");
@@ -196,20 +245,11 @@ static __attribute__((noreturn)) void child_exec(const struct run_opts *o, const
 		   "exec");
 }
 
-struct child_args {
-	const struct run_opts *o;
-	const struct run_dirs *d;
-	int out_w, msg_w, chan_fd;
-	char **envp;
-};
-
 /* The program's process, started by mafl_spawn_vfork: until exec it borrows the supervisor's
  * memory, so it allocates nothing and leaves only through exec or _exit. */
 static int child_main(void *arg)
 {
-	const struct child_args *a = arg;
-
-	child_exec(a->o, a->d, a->out_w, a->msg_w, a->chan_fd, a->envp);
+	child_exec(arg);
 }
 
 struct sup {
@@ -570,9 +610,13 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 	s.start_ms = now_ms_syscall();
 	{
 		/* Every descriptor the child should not keep is close-on-exec. */
-		struct child_args a = {o, d, out_pipe[1], msg_pipe[1], chan_fd, envp};
+		struct cpu_hold cpus;
+		struct child_args a = {o, d, out_pipe[1], msg_pipe[1], chan_fd, envp, &cpus};
 
+		hold_cpu(&cpus);
 		s.pid = mafl_spawn_vfork(child_main, &a);
+		if (s.pid >= 0)
+			release_cpu(&cpus);
 	}
 	if (s.pid < 0) {
 		send_report(report_fd, MAFP_EXIT_LAUNCHER, "cannot start the program's process: %s",

@@ -386,6 +386,26 @@ def test_supervisor_and_program_lead_their_own_sessions(run_dir):
     assert wait_exit(run_dir) == "137"
 
 
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs to choose from")
+@pytest.mark.parametrize("caller_cpus", ["all", "one"])
+def test_program_and_supervisor_keep_the_callers_cpu_affinity(run_dir, caller_cpus):
+    # The launch keeps to one CPU while it starts the program's process; neither the program
+    # (a Go runtime sizes itself by its affinity at start-up) nor the supervisor may keep that.
+    cpus = os.sched_getaffinity(0)
+    if caller_cpus == "one":
+        cpus = {max(cpus)}
+    proc = launch(run_dir, "sleep", "1000", opts=["--timeout", "60"],
+                  preexec_fn=lambda: os.sched_setaffinity(0, cpus))
+    assert proc.returncode == 0, proc.stderr
+    info = launch_info(proc)
+    try:
+        assert os.sched_getaffinity(info["pid"]) == cpus
+        assert os.sched_getaffinity(info["supervisor_pid"]) == cpus
+    finally:
+        os.kill(info["pid"], 9)
+    assert wait_exit(run_dir) == "137"
+
+
 def ignore_some_signals():
     for sig in (signal.SIGINT, signal.SIGUSR1, signal.SIGPIPE, signal.SIGRTMIN + 3,
                 signal.SIGRTMAX):
