@@ -1,8 +1,10 @@
 # make bench-launch: how long the exec of `maf-launch run` takes to return, against upstream's
 # `sh run_program.sh` (the reference in tests/integration/reference) for the same trivial
-# program, measured alternately in one run, in run directories under $TMPDIR (default /tmp).
+# program, measured alternately in one run, in run directories under $TMPDIR (default /tmp),
+# kept until the end (BENCH_LAUNCH_FLAGS=--delete-each removes each once its run has ended).
 # Figures only, no pass/fail.
 BENCH_LAUNCH_ITERATIONS ?= 200
+BENCH_LAUNCH_FLAGS ?=
 
 $(BUILD)/bench_launch: tests/bench/bench_launch.c
 	@mkdir -p $(dir $@)
@@ -11,7 +13,7 @@ $(BUILD)/bench_launch: tests/bench/bench_launch.c
 bench-launch: $(BUILD)/maf-launch $(BUILD)/bench_launch
 	$(BUILD)/bench_launch --launcher $(abspath $(BUILD)/maf-launch) \
 		--reference tests/integration/reference/run_program.sh \
-		--iterations $(BENCH_LAUNCH_ITERATIONS)
+		--iterations $(BENCH_LAUNCH_ITERATIONS) $(BENCH_LAUNCH_FLAGS)
 
 # make bench-calls: the round trip of a host-tool call on the local backend (p50, p99, calls
 # per second), through the launcher's channel against the legacy file path, in one run of

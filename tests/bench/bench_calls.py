@@ -22,13 +22,21 @@ them, nothing fails.
 
 The run directory's file system matters (every call creates and renames files on both
 sides): the bench runs once per --run-dirs parent, by default $TMPDIR (or /tmp), as maf-host
-would, and /dev/shm (tmpfs) where it exists. MAF_LAUNCH, if set, is the launcher maf-host
-runs (to measure a launcher built elsewhere against this host)."""
+would, and /dev/shm (tmpfs) where it exists. Before each host it also times the making of a
+new file there, which a call pays twice (its request and its response): on ext4 without a
+journal that cost grows with every inode freed in the last half minute or so, which the
+kernel steps over rather than reuse. So the bench keeps every run directory it makes until
+its last figure is taken (a run's some 6,000 files would otherwise slow the next host's
+calls), and removes them then. MAF_LAUNCH, if set, is the launcher maf-host runs (to measure
+a launcher built elsewhere against this host)."""
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 from host_run import run_host
@@ -70,9 +78,28 @@ def main():
     for h in hosts:
         if h not in ("maf-host", "inproc"):
             sys.exit(f"bench-calls: unknown host {h!r} (maf-host, inproc)")
-    for parent in parents:
-        for host in hosts:
-            bench(a, parent, host)
+    kept = []
+    try:
+        for parent in parents:
+            for host in hosts:
+                kept.append(tempfile.mkdtemp(prefix="maf-bench-calls-", dir=parent))
+                bench(a, parent, kept[-1], host)
+    finally:
+        for d in kept:
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def create_floor(where, n=200):
+    """The p50 of making one new (empty) file in where, in microseconds."""
+    d = os.path.join(where, "create-floor")
+    os.mkdir(d)
+    samples = []
+    for i in range(n):
+        t0 = time.perf_counter_ns()
+        fd = os.open(os.path.join(d, str(i)), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        samples.append(time.perf_counter_ns() - t0)
+        os.close(fd)
+    return pct(sorted(samples), 0.50)
 
 
 def fs_type(path):
@@ -93,23 +120,25 @@ def wake_floor(build):
     return json.loads(p.stdout)
 
 
-def bench(a, parent, host):
+def bench(a, parent, private, host):
+    """One host's figures, with its run directory made in private (under parent), kept."""
     build = Path(a.build)
     python = os.environ.get("PYTHON", sys.executable)
     total = 2 * a.warmup + 2 * a.calls + a.legacy_calls + a.calls + 100
     prog_args = [str(a.calls), str(a.legacy_calls), str(a.warmup), str(a.threads),
                  str(a.rounds)]
     if host == "maf-host":
-        argv = [str(build / "maf-host"), "run", "--json", "--max-calls", str(total),
-                "--timeout", "600", "--tools-server",
+        argv = [str(build / "maf-host"), "run", "--json", "--keep-run-dir",
+                "--max-calls", str(total), "--timeout", "600", "--tools-server",
                 f"{python} {HERE / 'bench_tools_server.py'}",
                 "--tool", "echo", str(HERE / "bench_calls_program.py"), "--", *prog_args]
     else:
         launcher = os.environ.get("MAF_LAUNCH", str(build / "maf-launch"))
-        argv = [str(build / "bench_calls_inproc"), launcher,
+        argv = [str(build / "bench_calls_inproc"), "--keep-run-dir", launcher,
                 str(HERE / "bench_calls_program.py"), str(total), "600", *prog_args]
     floor = wake_floor(build)
-    rep, inner = run_host(argv, 900, env=dict(os.environ, TMPDIR=parent))
+    floor["create_p50_us"] = create_floor(private)
+    rep, inner = run_host(argv, 900, env=dict(os.environ, TMPDIR=private))
     figures = {"host": host, "run_dir_parent": parent, "fs": fs_type(parent), "paths": {},
                "machine": {"cpus": os.cpu_count(),
                            "loadavg": open("/proc/loadavg").read().split()[:3]}}
@@ -156,7 +185,8 @@ def bench(a, parent, host):
           f"{lg['p50_us'] / ch['p50_us']:.0f}x the channel's")
     print(f"floor, measured just before: a round trip between two processes over a socketpair "
           f"p50 {floor['p50_us']:.0f} us (a call wakes four processes in turn: two round trips, "
-          f"{2 * floor['p50_us']:.0f} us)")
+          f"{2 * floor['p50_us']:.0f} us); making a new file under {parent} p50 "
+          f"{floor['create_p50_us']:.0f} us (a call makes two)")
     ops = rep["ops"]
     print(f"host side: {rep['calls']} calls served, backend ops {ops}, wall {rep['wall_ms']} ms")
     print()

@@ -4,8 +4,9 @@
  * backend and prints the run as one JSON object, with the fields `maf-host run --json`
  * gives that bench_calls.py reads (status, exit_code, output, calls, ops, wall_ms).
  *
- * usage: bench_calls_inproc LAUNCHER PROGRAM.py MAX_CALLS TIMEOUT_S [ARG]...
- * The run directory is made under $TMPDIR (or /tmp) and reclaimed at the end. */
+ * usage: bench_calls_inproc [--keep-run-dir] LAUNCHER PROGRAM.py MAX_CALLS TIMEOUT_S [ARG]...
+ * The run directory is made under $TMPDIR (or /tmp) and reclaimed at the end, unless
+ * --keep-run-dir, as maf-host's option of that name. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,10 +65,13 @@ int main(int argc, char **argv)
 	cJSON *out, *ops;
 	char *program, *text;
 	size_t program_len;
-	int i, rc;
+	int keep = argc > 1 && strcmp(argv[1], "--keep-run-dir") == 0, i, rc;
 
+	argc -= keep;
+	argv += keep;
 	if (argc < 5)
-		die("usage", "bench_calls_inproc LAUNCHER PROGRAM.py MAX_CALLS TIMEOUT_S [ARG]...");
+		die("usage", "bench_calls_inproc [--keep-run-dir] LAUNCHER PROGRAM.py MAX_CALLS "
+			     "TIMEOUT_S [ARG]...");
 	program = read_all(argv[2], &program_len);
 	memset(&err, 0, sizeof(err));
 	if (mafh_registry_new(&reg) < 0)
@@ -98,6 +102,7 @@ int main(int argc, char **argv)
 	opts.argv = prog_argv;
 	opts.timeout_ms = atoll(argv[4]) * 1000;
 	opts.write_shim = 1;
+	opts.keep_run_dir = keep;
 	if (mafh_run_new(reg, backend, &opts, &run, &err) < 0)
 		die("run", err.message);
 	mafh_run_wait(run, &err);
@@ -123,7 +128,8 @@ int main(int argc, char **argv)
 	free(text);
 	cJSON_Delete(out);
 	mafh_run_free(run);
-	rmdir(run_dir);
+	if (!keep)
+		rmdir(run_dir);
 	mafh_backend_free(backend);
 	mafh_registry_free(reg);
 	free(prog_argv);

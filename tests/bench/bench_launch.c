@@ -8,8 +8,14 @@
  * fresh run directory, and each run is waited for (untimed: its exit marker) before the next
  * starts, so both see the same machine. The run directories are made under $TMPDIR (default
  * /tmp): every launch creates files there, and the file system's cost of a new inode is part
- * of both launchers' figures. `maf-launch --version` is timed the same way, as the
- * floor: the cost of starting and ending the launcher itself. Prints figures only. */
+ * of both launchers' figures. That cost is timed before the launches and printed: on ext4
+ * without a journal it grows with every inode freed in the last half minute or so, which
+ * the kernel steps over rather than reuse. So the run directories are kept until the last
+ * launch, not removed one by one, which would make the bench's own clean-up part of what it
+ * measures; --delete-each removes each as soon as its run has ended, to see a host that
+ * reclaims every run before the next. `maf-launch --version` is timed the same way as the
+ * launches, as the floor: the cost of starting and ending the launcher itself. Prints
+ * figures only. */
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -85,6 +91,45 @@ static int rm_one(const char *path, const struct stat *st, int flag, struct FTW 
 	return remove(path);
 }
 
+static int cmp_ll(const void *a, const void *b)
+{
+	long long x = *(const long long *)a, y = *(const long long *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void remove_tree(const char *path)
+{
+	nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* The median microseconds to make one new, empty file in dir (in a directory of its own). */
+static double create_cost_us(const char *dir)
+{
+	enum { N = 200 };
+	char sub[4200], path[4300];
+	long long t[N];
+	int i;
+
+	snprintf(sub, sizeof(sub), "%s/create-cost", dir);
+	if (mkdir(sub, 0755) < 0)
+		die("cannot create %s", sub);
+	for (i = 0; i < N; i++) {
+		long long t0;
+		int fd;
+
+		snprintf(path, sizeof(path), "%s/%d", sub, i);
+		t0 = now_ns();
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		t[i] = now_ns() - t0;
+		if (fd < 0)
+			die("cannot create %s", path);
+		close(fd);
+	}
+	qsort(t, N, sizeof(long long), cmp_ll);
+	return (double)t[N / 2] / 1e3;
+}
+
 /* Spawns argv with stdout and stderr on pipes, reads both to EOF, reaps it. Returns the
  * nanoseconds from before the spawn to the status; *out gets what it printed on stdout. */
 static long long timed(char *const *argv, char *out, size_t out_size, int *status)
@@ -158,13 +203,6 @@ static void wait_exit(const char *run_dir)
 	close(fd);
 }
 
-static int cmp_ll(const void *a, const void *b)
-{
-	long long x = *(const long long *)a, y = *(const long long *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 static double quantile_ms(long long *t, int n, double q)
 {
 	return t[(int)(q * (n - 1) + 0.5)] / 1e6;
@@ -197,7 +235,8 @@ static void which_python3(char *out, size_t size)
 int main(int argc, char **argv)
 {
 	const char *launcher = NULL, *reference = NULL;
-	int iterations = 200, warmup = 5, i, k;
+	int iterations = 200, warmup = 5, delete_each = 0, i, k;
+	double create_us;
 	const char *tmp = getenv("TMPDIR");
 	char base[1024];
 	long long *times[KINDS];
@@ -214,13 +253,15 @@ int main(int argc, char **argv)
 			iterations = atoi(argv[++i]);
 		else if (strcmp(argv[i], "--warmup") == 0 && i + 1 < argc)
 			warmup = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--delete-each") == 0)
+			delete_each = 1;
 		else
 			die("usage: bench_launch --launcher PATH --reference run_program.sh "
-			    "[--iterations N] [--warmup N]");
+			    "[--iterations N] [--warmup N] [--delete-each]");
 	}
 	if (!launcher || !reference || iterations < 10 || warmup < 0)
 		die("usage: bench_launch --launcher PATH --reference run_program.sh "
-		    "[--iterations N (10 or more)] [--warmup N]");
+		    "[--iterations N (10 or more)] [--warmup N] [--delete-each]");
 	ref = read_file(reference, &ref_len);
 	if (!tmp || tmp[0] != '/')
 		tmp = "/tmp";
@@ -230,6 +271,7 @@ int main(int argc, char **argv)
 		die("cannot create a directory in %s", tmp);
 	for (k = 0; k < KINDS; k++)
 		times[k] = calloc((size_t)iterations, sizeof(long long));
+	create_us = create_cost_us(base);
 
 	for (i = -warmup; i < iterations; i++) {
 		for (k = 0; k < KINDS; k++) {
@@ -269,12 +311,13 @@ int main(int argc, char **argv)
 					die("%s printed no session line", kind_name[kind]);
 				wait_exit(run);
 			}
-			nftw(run, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+			if (delete_each)
+				remove_tree(run);
 			if (i >= 0)
 				times[kind][i] = t;
 		}
 	}
-	rmdir(base);
+	remove_tree(base);
 
 	printf("bench-launch: %d launches each, alternating, trivial python3 program, from the "
 	       "spawn to the exit status with stdout and stderr read to EOF\n", iterations);
@@ -291,7 +334,10 @@ int main(int argc, char **argv)
 		if (statfs(tmp, &fs) == 0)
 			kind = fs.f_type == TMPFS_MAGIC ? "tmpfs" : fs.f_type == EXT4_SUPER_MAGIC
 				? "ext4" : "other";
-		printf("  run directories under %s (%s; TMPDIR chooses)\n", tmp, kind);
+		printf("  run directories under %s (%s; TMPDIR chooses), %s; a new file there "
+		       "cost %.0f us before the launches\n", tmp, kind,
+		       delete_each ? "each removed once its run has ended" : "removed at the end",
+		       create_us);
 	}
 	for (k = 0; k < KINDS; k++) {
 		qsort(times[k], (size_t)iterations, sizeof(long long), cmp_ll);
