@@ -265,7 +265,6 @@ static void open_dirs(const struct run_opts *o, struct run_dirs *d)
 	d->run = openat(AT_FDCWD, o->run_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (d->run < 0)
 		die_errno(MAFP_EXIT_LAUNCHER, "cannot open the run directory %s", o->run_dir);
-	d->work = open_subdir(d->run, o->run_dir, MAFP_DIR_WORK);
 	d->host_tools = open_subdir(d->run, o->run_dir, MAFP_DIR_HOST_TOOLS);
 }
 
@@ -307,17 +306,38 @@ static int hand_over(int dirfd, const char *name, int sock)
 	return 1;
 }
 
-/* The two files of the launch that the launcher makes while the supervisor gets ready,
- * rather than wait: on some file systems a new inode costs more than the rest of the launch
- * (ext4 without a journal steps over every recently freed one). Each goes to the
- * supervisor over the report socket (hand_over): first program_output.txt, which the
- * supervisor needs before it starts the program (a failure is the launch's, reported as
- * before), then the session marker's staging file, which it needs once the program has
- * started (without it, it publishes the marker the usual way). Returns 1 if the staging
- * file was made here. */
+/* Makes R/work (absent) and opens it as open_subdir() does, and sends it on sock as
+ * MAFL_WORK_MKDIR (run.h) says. Returns 1 if sent. */
+static int hand_over_work(int run_fd, int sock)
+{
+	long r = mafl_raw_mkdirat(run_fd, MAFP_DIR_WORK, 0777);
+
+	if (r < 0 && r != -EEXIST) {
+		mafl_raw_send_fd(sock, -1, MAFL_WORK_MKDIR + (int)-r);
+		return 0;
+	}
+	r = mafl_raw_openat(run_fd, MAFP_DIR_WORK, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
+			    0);
+	mafl_raw_send_fd(sock, r >= 0 ? (int)r : -1, r >= 0 ? 0 : (int)-r);
+	if (r < 0)
+		return 0;
+	mafl_raw_close((int)r);
+	return 1;
+}
+
+/* What the launcher makes while the supervisor gets ready, rather than wait: on some file
+ * systems a new inode costs more than the rest of the launch (ext4 without a journal steps
+ * over every recently freed one, and a new directory costs more still). Each goes to the
+ * supervisor over the report socket as it is made: R/work (hand_over_work), then
+ * program_output.txt (hand_over), which the supervisor needs before it starts the program
+ * (a failure of either is the launch's, reported as before), then the session marker's
+ * staging file, which it needs once the program has started (without it, it publishes the
+ * marker the usual way). The first failure ends the list. Returns 1 if the staging file
+ * was made here. */
 static int make_launch_files(const struct run_dirs *d, int report_r)
 {
-	return hand_over(d->host_tools, MAFP_FILE_OUTPUT, report_r) &&
+	return hand_over_work(d->run, report_r) &&
+	       hand_over(d->host_tools, MAFP_FILE_OUTPUT, report_r) &&
 	       hand_over(d->host_tools, session_part, report_r);
 }
 

@@ -33,12 +33,16 @@ struct launch_report {
 	char text[512];         /* the launch line and the session line, or one error line */
 };
 
-/* Open directories of the run, by file descriptor so no path is resolved twice. */
+/* Open directories of the run, by file descriptor so no path is resolved twice. R/work is
+ * made by the launcher once the supervisor has started, and handed over (run.c). */
 struct run_dirs {
 	int run;                /* R */
-	int work;               /* R/work */
 	int host_tools;         /* R/host_tools */
 };
+
+/* How the launcher hands R/work over to the supervisor: an int, 0 with the directory
+ * attached, the errno of its open, or MAFL_WORK_MKDIR plus the errno of its mkdir. */
+#define MAFL_WORK_MKDIR 0x10000
 
 /* Parses run's argv into o. Dies with exit code 2 on bad usage; prints help and exits 0 on
  * --help. */

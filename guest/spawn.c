@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -64,6 +65,11 @@ long mafl_raw_openat(int dirfd, const char *path, int flags, int mode)
 long mafl_raw_unlinkat(int dirfd, const char *path)
 {
 	return ret(unlinkat(dirfd, path, 0));
+}
+
+long mafl_raw_mkdirat(int dirfd, const char *path, int mode)
+{
+	return ret(mkdirat(dirfd, path, (mode_t)mode));
 }
 
 static long send_fd(int sock, struct msghdr *mh)
@@ -190,6 +196,11 @@ long mafl_raw_openat(int dirfd, const char *path, int flags, int mode)
 long mafl_raw_unlinkat(int dirfd, const char *path)
 {
 	return sc(SYS_unlinkat, dirfd, (long)path, 0, 0);
+}
+
+long mafl_raw_mkdirat(int dirfd, const char *path, int mode)
+{
+	return sc(SYS_mkdirat, dirfd, (long)path, mode, 0);
 }
 
 static long send_fd(int sock, struct msghdr *mh)

@@ -165,7 +165,7 @@ static int release_cpu(const struct cpu_hold *h)
 
 struct child_args {
 	const struct run_opts *o;
-	const struct run_dirs *d;
+	int work;               /* R/work */
 	int out_w, msg_w, chan_fd;
 	char **envp;
 	const struct cpu_hold *cpus;
@@ -175,7 +175,6 @@ struct child_args {
 static __attribute__((noreturn)) void child_exec(const struct child_args *a)
 {
 	const struct run_opts *o = a->o;
-	const struct run_dirs *d = a->d;
 	int out_w = a->out_w, msg_fd = a->msg_w, chan_fd = a->chan_fd;
 	char **envp = a->envp;
 	struct rlimit core = {0, 0};
@@ -209,7 +208,7 @@ static __attribute__((noreturn)) void child_exec(const struct child_args *a)
 		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, errno, "set up stdio");
 	if (fcntl(chan_fd, F_SETFD, 0) < 0)
 		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, errno, "pass on the call channel");
-	if (fchdir(d->work) < 0)
+	if (fchdir(a->work) < 0)
 		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, errno, "enter the work directory");
 	if (setrlimit(RLIMIT_CORE, &core) < 0)
 		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, errno, "set RLIMIT_CORE");
@@ -518,6 +517,26 @@ static int take_launcher_file(int sock, int *err)
 	return fd;
 }
 
+/* R/work, which the launcher made (MAFL_WORK_MKDIR, run.h): its descriptor. A failure is
+ * the launch's, told as the launcher told it when it made the directory itself. */
+static int take_work_dir(int sock, const char *run_dir)
+{
+	int err, fd = take_launcher_file(sock, &err);
+
+	if (fd >= 0)
+		return fd;
+	if (err > MAFL_WORK_MKDIR)
+		send_report(sock, MAFP_EXIT_LAUNCHER, "cannot create %s/%s: %s", run_dir,
+			    MAFP_DIR_WORK, strerror(err - MAFL_WORK_MKDIR));
+	else if (err == ELOOP || err == ENOTDIR)
+		send_report(sock, MAFP_EXIT_LAUNCHER, "%s/%s is not a directory (a symlink or a "
+			    "file)", run_dir, MAFP_DIR_WORK);
+	else
+		send_report(sock, MAFP_EXIT_LAUNCHER, "cannot open %s/%s: %s", run_dir,
+			    MAFP_DIR_WORK, strerror(err));
+	_exit(1);
+}
+
 static void publish_pid_markers(struct sup *s, int report_fd)
 {
 	int ht = s->d->host_tools, err, staged = take_launcher_file(report_fd, &err), rc;
@@ -546,7 +565,7 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 	struct channel_opts copts = {.tools = o->tools, .max_calls = o->max_calls};
 	char **envp;
 	sigset_t mask;
-	int out_pipe[2], msg_pipe[2], devnull, sfd, tfd, phase = 0, out_open = 1, chan_fd, rc;
+	int out_pipe[2], msg_pipe[2], devnull, sfd, tfd, phase = 0, out_open = 1, chan_fd, rc, work;
 
 	memset(&s, 0, sizeof(s));
 	s.o = o;
@@ -598,7 +617,8 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 			    strerror(rc < 0 ? -rc : ENOMEM));
 		_exit(1);
 	}
-	/* program_output.txt, made by the launcher meanwhile (run.c). */
+	/* R/work and program_output.txt, made by the launcher meanwhile (run.c). */
+	work = take_work_dir(report_fd, o->run_dir);
 	s.out_fd = take_launcher_file(report_fd, &rc);
 	if (s.out_fd < 0) {
 		send_report(report_fd, MAFP_EXIT_LAUNCHER, "cannot create %s/%s/%s: %s",
@@ -611,7 +631,7 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 	{
 		/* Every descriptor the child should not keep is close-on-exec. */
 		struct cpu_hold cpus;
-		struct child_args a = {o, d, out_pipe[1], msg_pipe[1], chan_fd, envp, &cpus};
+		struct child_args a = {o, work, out_pipe[1], msg_pipe[1], chan_fd, envp, &cpus};
 
 		hold_cpu(&cpus);
 		s.pid = mafl_spawn_vfork(child_main, &a);
@@ -624,6 +644,7 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 		_exit(1);
 	}
 	close(chan_fd);
+	close(work);
 	s.main_alive = 1;
 	close(out_pipe[1]);
 	close(msg_pipe[1]);

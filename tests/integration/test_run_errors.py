@@ -226,6 +226,40 @@ def test_symlinked_part_of_the_run_dir_is_refused(run_dir, tmp_path, part):
     assert list(elsewhere.iterdir()) == [], "nothing may be written through the symlink"
 
 
+def test_a_file_at_work_is_refused(run_dir):
+    (run_dir / "work").write_text("not a directory")
+    (run_dir / HOST_TOOLS).mkdir()
+    proc = launch(run_dir, "true")
+    assert proc.returncode == 125, (proc.returncode, proc.stderr)
+    assert proc.stdout == b""
+    assert one_line(proc.stderr) == (f"maf-launch run: {run_dir}/work is not a directory (a "
+                                     f"symlink or a file)\n")
+    assert_no_success(run_dir)
+    assert not (run_dir / HOST_TOOLS / "program_output.txt").exists()
+
+
+def test_work_that_cannot_be_made_is_the_launchs_failure(tmp_path):
+    # The launcher makes R/work once the supervisor has started; its failure is still one
+    # line naming the cause, exit 125, and nothing made after it.
+    run_dir = tmp_path / "ro"
+    run_dir.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(run_dir)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        (run_dir / HOST_TOOLS).mkdir()
+        subprocess.run(["mount", "-o", "remount,ro", str(run_dir)], check=True)
+        proc = launch(run_dir, "true")
+        assert proc.returncode == 125, (proc.returncode, proc.stderr)
+        assert proc.stdout == b""
+        assert one_line(proc.stderr) == (f"maf-launch run: cannot create {run_dir}/work: "
+                                         f"Read-only file system\n")
+        assert list(run_dir.iterdir()) == [run_dir / HOST_TOOLS]
+        assert list((run_dir / HOST_TOOLS).iterdir()) == []
+    finally:
+        subprocess.run(["umount", str(run_dir)], check=True)
+
+
 def test_symlinked_output_file_is_refused(run_dir, tmp_path):
     victim = tmp_path / "victim"
     victim.write_text("precious")
