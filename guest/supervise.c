@@ -142,7 +142,8 @@ struct cpu_hold {
  * which on an idle machine wakes another CPU only to have this one wait for it (the vfork
  * lasts until the exec). The program's process gives the affinity back before exec
  * (child_exec), and this one once it returns (release_cpu). Nothing is held where the
- * affinity cannot be read whole (over 1024 CPUs) or changed. */
+ * affinity cannot be read whole (over 1024 CPUs) or changed, or allows one CPU only. The
+ * CPU is asked by system call: sched_getcpu() would map the vDSO (util.h). */
 static void hold_cpu(struct cpu_hold *h)
 {
 	cpu_set_t one;
@@ -158,6 +159,7 @@ static void hold_cpu(struct cpu_hold *h)
 	h->held = sched_setaffinity(0, sizeof(one), &one) == 0;
 }
 
+/* Restores the affinity hold_cpu() found, if it held. Returns 0 or -1 with errno set. */
 static int release_cpu(const struct cpu_hold *h)
 {
 	return h->held ? sched_setaffinity(0, sizeof(h->saved), &h->saved) : 0;
