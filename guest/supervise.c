@@ -519,8 +519,8 @@ static int take_launcher_file(int sock, int *err)
 	return fd;
 }
 
-/* R/work, which the launcher made (MAFL_WORK_MKDIR, run.h): its descriptor. A failure is
- * the launch's, told as the launcher told it when it made the directory itself. */
+/* R/work, which the launcher made (MAFL_WORK_MKDIR, run.h): its descriptor. A failure ends
+ * the launch, in the words open_subdir() (run.c) uses for R/host_tools. */
 static int take_work_dir(int sock, const char *run_dir)
 {
 	int err, fd = take_launcher_file(sock, &err);
