@@ -1,7 +1,7 @@
 """Runs in the sandbox for `make bench-calls`: times host-tool calls of the `echo` tool over
 the launcher's channel and over the legacy files, in the same run, and prints one JSON line.
 
-argv: CHANNEL_CALLS LEGACY_CALLS WARMUP THREADS ROUNDS
+argv: CHANNEL_CALLS LEGACY_CALLS WARMUP THREADS ROUNDS [SETTLE_S]
 
 Paths, each timed call by call (time.perf_counter_ns around the call):
   channel-shim    the generated shim's call() (MAF_HOST_TOOLS_FD set: one connection per
@@ -10,7 +10,13 @@ Paths, each timed call by call (time.perf_counter_ns around the call):
                   its own per call (socketpair + SCM_RIGHTS), one call on it
   legacy-files    the generated shim loaded a second time with MAF_HOST_TOOLS_FD unset: the
                   upstream behaviour (claim, .part + rename, poll the response every 0.05 s)
-The channel and legacy calls alternate in ROUNDS blocks, so both see the same machine.
+The channel and legacy calls alternate in ROUNDS blocks, so both see the same machine. A
+legacy block leaves the machine all but idle for a second or more (its calls sleep in 50 ms
+polls), and on a VM the calls that follow an idle spell are slower until the machine is busy
+again (measured: about 150 ms of calls at twice the round trip). So after each legacy block,
+and before the threads, the shim calls for SETTLE_S seconds (default 0.3) before the next
+timed block; those calls are timed as their own path, `channel-shim-after-idle`, what a
+program that calls after a pause pays.
 Beside the times, how often the calling thread slept per path (getrusage's voluntary context
 switches): waiting for one answer should be one sleep. Throughput with THREADS threads
 calling through the shim at once is measured last."""
@@ -66,17 +72,33 @@ def timed(fn, n, samples):
 
 def main():
     channel_calls, legacy_calls, warmup, threads, rounds = map(int, sys.argv[1:6])
+    settle_s = float(sys.argv[6]) if len(sys.argv) > 6 else 0.3
     legacy = legacy_shim()
     shim_call = maf_host_tools.call
     via_shim = lambda i: shim_call("echo", i=i)
     via_client = lambda i: client_call("echo", cid=i, i=i)["value"]
     via_files = lambda i: legacy.call("echo", i=i)
-    got = {"channel-shim": [], "channel-client": [], "legacy-files": []}
+    got = {"channel-shim": [], "channel-client": [], "legacy-files": [],
+           "channel-shim-after-idle": []}
     timed(via_shim, warmup, [])
     timed(via_client, warmup, [])
     wall = {k: 0 for k in got}
     sleeps = {k: 0 for k in got}
+
+    def settle():
+        """Shim calls for settle_s seconds, timed apart (see the docstring)."""
+        name = "channel-shim-after-idle"
+        t = time.perf_counter_ns()
+        v = resource.getrusage(resource.RUSAGE_THREAD).ru_nvcsw
+        end = time.monotonic() + settle_s
+        while time.monotonic() < end:
+            timed(via_shim, 1, got[name])
+        sleeps[name] += resource.getrusage(resource.RUSAGE_THREAD).ru_nvcsw - v
+        wall[name] += time.perf_counter_ns() - t
+
     for r in range(rounds):
+        if r > 0 and legacy_calls // rounds > 0:
+            settle()
         for name, fn, n in (("channel-shim", via_shim, channel_calls // rounds),
                             ("channel-client", via_client, channel_calls // rounds),
                             ("legacy-files", via_files, legacy_calls // rounds)):
@@ -85,6 +107,9 @@ def main():
             timed(fn, n, got[name])
             sleeps[name] += resource.getrusage(resource.RUSAGE_THREAD).ru_nvcsw - v
             wall[name] += time.perf_counter_ns() - t
+
+    if legacy_calls // rounds > 0:
+        settle()
 
     # Throughput: THREADS threads calling through the shim at once.
     per_thread = channel_calls // threads
