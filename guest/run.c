@@ -293,17 +293,22 @@ static __attribute__((noreturn)) void raw_die(int code, const char *rest, size_t
 /* The session marker's staging name, which the launcher makes and removes. */
 static const char session_part[] = MAFP_MARKER_SESSION MAFP_PART_SUFFIX;
 
-/* Makes dir/name as publish_at() makes its files (MAFL_OPEN_STAGED) and sends it on sock:
- * an int, 0 with the descriptor attached, or the errno of the failure. Returns 1 if made. */
-static int hand_over(int dirfd, const char *name, int sock)
+/* Sends on sock the result of an open (a descriptor, or -errno): an int, 0 with the
+ * descriptor attached, or the errno of the failure. Closes ours. Returns 1 if it was open. */
+static int send_opened(int sock, long fd)
 {
-	long fd = mafl_raw_openat(dirfd, name, MAFL_OPEN_STAGED, 0666);
-
 	mafl_raw_send_fd(sock, fd >= 0 ? (int)fd : -1, fd >= 0 ? 0 : (int)-fd);
 	if (fd < 0)
 		return 0;
 	mafl_raw_close((int)fd);
 	return 1;
+}
+
+/* Makes dir/name as publish_at() makes its files (MAFL_OPEN_STAGED) and sends it on sock
+ * (send_opened). Returns 1 if made. */
+static int hand_over(int dirfd, const char *name, int sock)
+{
+	return send_opened(sock, mafl_raw_openat(dirfd, name, MAFL_OPEN_STAGED, 0666));
 }
 
 /* Makes R/work (absent) and opens it as open_subdir() does, and sends it on sock as
@@ -316,13 +321,8 @@ static int hand_over_work(int run_fd, int sock)
 		mafl_raw_send_fd(sock, -1, MAFL_WORK_MKDIR + (int)-r);
 		return 0;
 	}
-	r = mafl_raw_openat(run_fd, MAFP_DIR_WORK, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
-			    0);
-	mafl_raw_send_fd(sock, r >= 0 ? (int)r : -1, r >= 0 ? 0 : (int)-r);
-	if (r < 0)
-		return 0;
-	mafl_raw_close((int)r);
-	return 1;
+	return send_opened(sock, mafl_raw_openat(run_fd, MAFP_DIR_WORK,
+						 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0));
 }
 
 /* What the launcher makes while the supervisor gets ready, rather than wait: on some file

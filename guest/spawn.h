@@ -6,11 +6,11 @@
  * posix_spawn-like code can:
  *
  * - mafl_spawn_shared() starts the supervisor in the launcher's own memory (CLONE_VM, with a
- *   stack of its own). The launcher then makes one file for the supervisor (run.c), waits
- *   for the supervisor's report, writes it out and exits, and does so with the raw system
- *   calls below: they touch no C library state (not even errno, which the two processes
- *   share), so the supervisor owns the heap, stdio and errno from its first instruction.
- *   Once the launcher has exited, the memory is the supervisor's alone.
+ *   stack of its own). The launcher then makes R/work and two files for the supervisor
+ *   (run.c), waits for the supervisor's report, writes it out and exits, and does so with
+ *   the raw system calls below: they touch no C library state (not even errno, which the
+ *   two processes share), so the supervisor owns the heap, stdio and errno from its first
+ *   instruction. Once the launcher has exited, the memory is the supervisor's alone.
  * - mafl_spawn_vfork() starts the program's process the way vfork() does (CLONE_VM and
  *   CLONE_VFORK, on a stack of its own): the supervisor sleeps until the child has exec'd or
  *   exited, which it would wait for anyway. The child must not allocate, use stdio or

@@ -20,6 +20,7 @@ program that calls after a pause pays.
 Beside the times, how often the calling thread slept per path (getrusage's voluntary context
 switches): waiting for one answer should be one sleep. Throughput with THREADS threads
 calling through the shim at once is measured last."""
+import functools
 import importlib.util
 import json
 import os
@@ -85,31 +86,30 @@ def main():
     wall = {k: 0 for k in got}
     sleeps = {k: 0 for k in got}
 
-    def settle():
-        """Shim calls for settle_s seconds, timed apart (see the docstring)."""
-        name = "channel-shim-after-idle"
+    def block(name, run):
+        """Runs run(samples) as a block of path name, adding its wall time and sleeps."""
         t = time.perf_counter_ns()
         v = resource.getrusage(resource.RUSAGE_THREAD).ru_nvcsw
-        end = time.monotonic() + settle_s
-        while time.monotonic() < end:
-            timed(via_shim, 1, got[name])
+        run(got[name])
         sleeps[name] += resource.getrusage(resource.RUSAGE_THREAD).ru_nvcsw - v
         wall[name] += time.perf_counter_ns() - t
 
+    def settle(samples):
+        """Shim calls for settle_s seconds, timed apart (see the docstring)."""
+        end = time.monotonic() + settle_s
+        while time.monotonic() < end:
+            timed(via_shim, 1, samples)
+
     for r in range(rounds):
         if r > 0 and legacy_calls // rounds > 0:
-            settle()
+            block("channel-shim-after-idle", settle)
         for name, fn, n in (("channel-shim", via_shim, channel_calls // rounds),
                             ("channel-client", via_client, channel_calls // rounds),
                             ("legacy-files", via_files, legacy_calls // rounds)):
-            t = time.perf_counter_ns()
-            v = resource.getrusage(resource.RUSAGE_THREAD).ru_nvcsw
-            timed(fn, n, got[name])
-            sleeps[name] += resource.getrusage(resource.RUSAGE_THREAD).ru_nvcsw - v
-            wall[name] += time.perf_counter_ns() - t
+            block(name, functools.partial(timed, fn, n))
 
     if legacy_calls // rounds > 0:
-        settle()
+        block("channel-shim-after-idle", settle)
 
     # Throughput: THREADS threads calling through the shim at once.
     per_thread = channel_calls // threads
