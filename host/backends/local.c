@@ -229,6 +229,62 @@ fail:
 	return mafh__error_set(err, errno_code(e), "cannot write %s: %s", path, strerror(e));
 }
 
+/* write_file into donor's inode, renamed to path: no new inode (see mafhost.h). donor must
+ * be in path's directory and still be a regular file with one link, looked at before it is
+ * opened (opening a device or FIFO can have effects of its own) and again once open (the
+ * same file). Anything else, or a failure before the rename, writes path afresh. */
+static int local_write_file_reusing(void *ctx, const char *path, const char *donor,
+				    const void *data, size_t len, struct mafh_error *err)
+{
+	char copy[LOCAL_PATH_MAX];
+	const char *base, *dslash = donor ? strrchr(donor, '/') : NULL;
+	const char *pslash = path ? strrchr(path, '/') : NULL;
+	const char *p = data;
+	struct stat st, fst;
+	size_t done = 0;
+	int dfd, fd;
+
+	if (!dslash || !pslash || dslash - donor != pslash - path ||
+	    memcmp(donor, path, (size_t)(pslash - path)) != 0 || !dslash[1] ||
+	    strcmp(dslash + 1, ".") == 0 || strcmp(dslash + 1, "..") == 0 ||
+	    strcmp(dslash + 1, pslash + 1) == 0)
+		return local_write_file(ctx, path, data, len, err);
+	dfd = open_parent(path, 0, copy, sizeof(copy), &base);
+	if (dfd < 0)
+		return local_write_file(ctx, path, data, len, err);
+	if (fstatat(dfd, dslash + 1, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode) ||
+	    st.st_nlink != 1)
+		goto fresh;
+	fd = openat(dfd, dslash + 1, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		goto fresh;
+	if (fstat(fd, &fst) < 0 || !S_ISREG(fst.st_mode) || fst.st_nlink != 1 ||
+	    fst.st_dev != st.st_dev || fst.st_ino != st.st_ino) {
+		close(fd);
+		goto fresh;
+	}
+	while (done < len) {
+		ssize_t n = pwrite(fd, p + done, len - done, (off_t)done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		done += (size_t)n;
+	}
+	if (done < len || (fst.st_size > (off_t)len && ftruncate(fd, (off_t)len) < 0)) {
+		close(fd);
+		goto fresh;
+	}
+	if (close(fd) < 0 || renameat(dfd, dslash + 1, dfd, base) < 0)
+		goto fresh;
+	close(dfd);
+	return 0;
+fresh:
+	close(dfd);
+	return local_write_file(ctx, path, data, len, err);
+}
+
 static int local_read_file(void *ctx, const char *path, size_t cap,
 			   struct mafh_read_result *res, struct mafh_error *err)
 {
@@ -1079,5 +1135,6 @@ int mafh_backend_local_new(const char *launcher_path, struct mafh_backend **out)
 	ops.stat = local_stat;
 	ops.destroy = local_destroy;
 	ops.wait_change = local_wait_change;
+	ops.write_file_reusing = local_write_file_reusing;
 	return mafh_backend_new(&ops, out, NULL);
 }

@@ -179,6 +179,15 @@ struct mafh_backend_ops {
 	 * dir and names are borrowed for the duration of the call. */
 	int (*wait_change)(void *ctx, const char *dir, const char *const *names,
 			   int64_t timeout_ms, struct mafh_error *err);
+	/* Added after 0.1.0, optional (as wait_change; needs MAFH_CAP_FILES_IN). Does what
+	 * write_file does, where donor names a file in the same directory as path that the
+	 * caller is done with: the backend may write data into donor's file and rename it to
+	 * path, so that no new file is made (on some file systems a new inode costs far more
+	 * than the write). donor is then gone. Where it cannot or will not reuse donor, it
+	 * writes path as write_file does and leaves donor alone; it never writes into a file
+	 * that is not a regular file with that one name. Paths borrowed for the call. */
+	int (*write_file_reusing)(void *ctx, const char *path, const char *donor,
+				  const void *data, size_t len, struct mafh_error *err);
 };
 
 struct mafh_backend;
@@ -202,6 +211,10 @@ int mafh_backend_exec(struct mafh_backend *b, const char *const *argv, int64_t t
 		      size_t out_cap, struct mafh_exec_result *res, struct mafh_error *err);
 int mafh_backend_write_file(struct mafh_backend *b, const char *path, const void *data,
 			    size_t len, struct mafh_error *err);
+/* write_file reusing donor's file where the backend has write_file_reusing, else plainly
+ * write_file (donor left alone). */
+int mafh_backend_write_file_reusing(struct mafh_backend *b, const char *path, const char *donor,
+				    const void *data, size_t len, struct mafh_error *err);
 int mafh_backend_read_file(struct mafh_backend *b, const char *path, size_t cap,
 			   struct mafh_read_result *res, struct mafh_error *err);
 int mafh_backend_stat(struct mafh_backend *b, const char *path, struct mafh_stat *st,
@@ -535,6 +548,15 @@ int mafh_run_op_result(struct mafh_run *run, int64_t now_ms, const struct mafh_o
  * field and is filled in the caller's memory.) */
 int mafh_run_wait_target(const struct mafh_run *run, const char **dir,
 			 const char *const **names);
+
+/* Added after 0.1.0: for an outstanding WRITE of a response, the path of the request file
+ * it answers, when the run read that file whole (a READ op) and it decoded as a request.
+ * Nobody reads a request once it is answered, so a driver may give the path as donor to
+ * mafh_backend_write_file_reusing (the blocking driver does), which can then write the
+ * response without making a new file; the request file is gone afterwards. NULL for any
+ * other op, or when the request came some other way or did not decode (its writer may not
+ * be done with the file). Borrowed until the op's result. */
+const char *mafh_run_write_donor(const struct mafh_run *run);
 
 /* The run's result so far (status MAFH_RUN_RUNNING until DONE). Borrowed from the run. */
 const struct mafh_run_result *mafh_run_result(const struct mafh_run *run);

@@ -91,6 +91,17 @@ int mafh_backend_write_file(struct mafh_backend *b, const char *path, const void
 	return b->ops.write_file(b->ops.ctx, path, data, len, err);
 }
 
+int mafh_backend_write_file_reusing(struct mafh_backend *b, const char *path, const char *donor,
+				    const void *data, size_t len, struct mafh_error *err)
+{
+	if (!(b->ops.caps & MAFH_CAP_FILES_IN))
+		return mafh__error_set(err, MAFH_ENOTSUP,
+				       "the backend cannot write files (FILES_IN)");
+	if (donor && b->ops.write_file_reusing)
+		return b->ops.write_file_reusing(b->ops.ctx, path, donor, data, len, err);
+	return b->ops.write_file(b->ops.ctx, path, data, len, err);
+}
+
 int mafh_backend_read_file(struct mafh_backend *b, const char *path, size_t cap,
 			   struct mafh_read_result *res, struct mafh_error *err)
 {

@@ -114,7 +114,8 @@ static int step(struct mafh_run *run, struct mafh_backend *b, const struct mafh_
 		res.error = mafh_backend_read_file(b, op.path, op.cap, &res.read, &res.detail);
 		break;
 	case MAFH_OP_WRITE:
-		res.error = mafh_backend_write_file(b, op.path, op.data, op.len, &res.detail);
+		res.error = mafh_backend_write_file_reusing(b, op.path, mafh_run_write_donor(run),
+							    op.data, op.len, &res.detail);
 		break;
 	case MAFH_OP_STAT:
 		res.error = mafh_backend_stat(b, op.path, &res.stat, &res.detail);

@@ -90,6 +90,10 @@ struct mafh_run {
 	char path[PATH_BUF];
 	char *wbuf;                     /* WRITE data, owned */
 	size_t wlen;
+	/* The request file read whole for donor_id, which its response may reuse
+	 * (mafh_run_write_donor); donor_id 0: none. */
+	char donor[PATH_BUF];
+	long donor_id;
 
 	/* Time. */
 	int started;
@@ -729,6 +733,8 @@ static void take_request(struct mafh_run *run, const char *buf, size_t len)
 
 	if (mafp_request_decode(buf, len, run->limits.max_request_bytes, run->next_id, &req, why,
 				sizeof(why)) != 0) {
+		/* Its writer may not be done with the file: the answer gets a file of its own. */
+		run->donor_id = 0;
 		if (run->torn_retried_id != run->next_id) {
 			/* Maybe torn: look once more after a grace before refusing. */
 			run->torn_retried_id = run->next_id;
@@ -1322,12 +1328,15 @@ int mafh_run_op_result(struct mafh_run *run, int64_t now_ms, const struct mafh_o
 		take_launch(run, res);
 		break;
 	case P_READ_REQUEST:
+		run->donor_id = 0;
 		if (res->error) {
 			take_read_error(run, res, "a request");
 			break;
 		}
 		switch (res->read.status) {
 		case MAFH_READ_OK:
+			memcpy(run->donor, run->path, sizeof(run->donor));
+			run->donor_id = run->next_id;
 			if (run->misses == 0 && run->last_answer_ms &&
 			    run->gap_est_ms > (double)run->poll_min_ms)
 				/* Found at the first look after an answer: try a little sooner
@@ -1391,6 +1400,7 @@ int mafh_run_op_result(struct mafh_run *run, int64_t now_ms, const struct mafh_o
 	case P_WRITE_RESPONSE:
 		free(run->wbuf);
 		run->wbuf = NULL;
+		run->donor_id = 0;
 		if (res->error) {
 			char name[32];
 
@@ -1475,6 +1485,13 @@ int mafh_run_wait_target(const struct mafh_run *run, const char **dir,
 	if (names)
 		*names = run->wait_names;
 	return 1;
+}
+
+const char *mafh_run_write_donor(const struct mafh_run *run)
+{
+	if (!run || run->pending != P_WRITE_RESPONSE || run->donor_id != run->next_id)
+		return NULL;
+	return run->donor;
 }
 
 struct mafh_backend *mafh__run_backend(const struct mafh_run *run)

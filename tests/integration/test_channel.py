@@ -25,14 +25,18 @@ class Responder(threading.Thread):
 
     Tools: add(a, b) -> a+b; echo(**kw) -> kw; big(n) -> "x"*n; refuse() -> a refusal.
     With torn=True every response is written in 3 pieces with pauses, in place (the way a
-    backend's non-atomic write_file may land)."""
+    backend's non-atomic write_file may land). With keep_links=True each response is also
+    hard-linked as kept-N. The inodes of the requests it read and the responses it wrote are
+    kept by number."""
 
-    def __init__(self, run_dir, torn=False):
+    def __init__(self, run_dir, torn=False, keep_links=False):
         super().__init__(daemon=True)
         self.ht = Path(run_dir) / HOST_TOOLS
         self.calls = self.ht / CALLS
         self.torn = torn
+        self.keep_links = keep_links
         self.served = []
+        self.request_inodes, self.response_inodes = {}, {}
         self.stop = threading.Event()
 
     def answer(self, req):
@@ -64,10 +68,21 @@ class Responder(threading.Thread):
         while not self.stop.is_set():
             req_path = self.calls / f"{n:04d}.request.json"
             if req_path.exists():
-                req = json.loads(req_path.read_bytes())
+                with open(req_path, "rb") as f:
+                    self.request_inodes[n] = os.fstat(f.fileno()).st_ino
+                    req = json.loads(f.read())
                 if not req.get("abandoned"):
                     resp = self.answer(req)
-                    self.write(self.calls / f"{n:04d}.response.json", json.dumps(resp).encode())
+                    resp_path = self.calls / f"{n:04d}.response.json"
+                    if self.keep_links:
+                        # Linked before it is published: the launcher sees two links.
+                        kept, tmp = self.calls / f"kept-{n}", self.calls / f"kept-{n}.tmp"
+                        kept.write_bytes(json.dumps(resp).encode())
+                        os.link(kept, tmp)
+                        os.rename(tmp, resp_path)
+                    else:
+                        self.write(resp_path, json.dumps(resp).encode())
+                    self.response_inodes[n] = resp_path.stat().st_ino
                     self.served.append((n, req.get("name")))
                 n += 1
                 continue
@@ -76,9 +91,9 @@ class Responder(threading.Thread):
             time.sleep(0.002)
 
 
-def run_served(run_dir, program, opts=(), torn=False, timeout=60):
+def run_served(run_dir, program, opts=(), torn=False, timeout=60, keep_links=False):
     """Launches PROGRAM with a responder; returns (exit record, output text, responder)."""
-    r = Responder(run_dir, torn=torn)
+    r = Responder(run_dir, torn=torn, keep_links=keep_links)
     proc = launch(run_dir, *program, opts=opts)
     assert proc.returncode == 0, proc.stderr
     r.start()
@@ -245,6 +260,41 @@ def test_claims_are_empty_files_even_when_the_program_meddles_with_them(run_dir)
     ino = {n: (calls / f"{n:04d}.claim").stat().st_ino for n in (2, 3, 5, 6, 7)}
     assert ino[2] == ino[3] and ino[6] == ino[7]
     assert len({ino[2], ino[5], ino[6]}) == 3
+
+
+def test_a_relayed_response_file_carries_the_next_request(run_dir):
+    # Nobody reads a response once it is relayed, so the launcher writes its next request
+    # into that file and renames it: no new inode for the request (PROTOCOL.md). Each
+    # response here is longer than the request after it, which must be cut to its length.
+    rec, out, r = run_served(run_dir, py(
+        'vals = [len(call("big", n=300)["value"]) for _ in range(3)]\n'
+        'vals.append(call("add", a=1, b=2)["value"])\n'
+        'print(json.dumps(vals))\n'))
+    assert json.loads(out) == [300, 300, 300, 3]
+    calls = Path(run_dir) / HOST_TOOLS / CALLS
+    for n in (1, 2, 3):
+        assert r.request_inodes[n + 1] == r.response_inodes[n]
+        assert not (calls / f"{n:04d}.response.json").exists()
+    for n in (1, 2, 3, 4):
+        req = json.loads((calls / f"{n:04d}.request.json").read_bytes())
+        assert req["id"] == f"{n:04d}" and req["name"] == ("big" if n < 4 else "add")
+    assert not list(calls.glob("*.part"))
+    assert json.loads((calls / "0004.response.json").read_bytes()) == {"value": 3}
+
+
+def test_a_response_with_another_link_is_not_reused(run_dir):
+    # A response file with a second name is left as it is: writing the request into it
+    # would change what that other name holds.
+    rec, out, r = run_served(run_dir, py(
+        'print(json.dumps([call("add", a=i, b=1)["value"] for i in range(3)]))\n'),
+        keep_links=True)
+    assert json.loads(out) == [1, 2, 3]
+    calls = Path(run_dir) / HOST_TOOLS / CALLS
+    for n in (1, 2, 3):
+        kept = calls / f"kept-{n}"
+        assert json.loads(kept.read_bytes()) == {"value": n}
+        assert (calls / f"{n:04d}.response.json").stat().st_ino == kept.stat().st_ino
+    assert len(set(r.request_inodes.values()) | set(r.response_inodes.values())) == 6
 
 
 def test_a_response_written_in_pieces_is_never_delivered_torn(run_dir):

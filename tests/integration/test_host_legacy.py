@@ -32,3 +32,17 @@ def test_ids_out_of_order_are_served_in_order(host):
     assert out["second answered before first"]["outcome"] is False
     assert out["first"]["detail"] == {"n": 1}
     assert out["second"]["detail"] == {"n": 2}
+
+
+def test_the_local_backend_answers_in_the_request_file(host):
+    # Nobody reads a request once it is answered, so libmafhost's local backend writes the
+    # response into it and renames it (no new file); a request file with a second name is
+    # left alone and the response gets a file of its own.
+    proc, rep = host_run("legacy_calls.py", *ECHO, args=["reuse"], timeout=90)
+    assert proc.returncode == 0, (proc.stderr, rep and rep["output"])
+    out = by_label(rep)
+    assert out["one link"] == {"label": "one link", "outcome": "value", "detail": {
+        "same file": True, "request still there": False, "answer": True}}
+    assert out["two links"] == {"label": "two links", "outcome": "value", "detail": {
+        "same file": False, "request still there": True, "answer": True,
+        "other name kept the request": True}}

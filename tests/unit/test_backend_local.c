@@ -153,6 +153,127 @@ static void test_hostile_files(void **state)
 	mafh_backend_free(b);
 }
 
+/* The file at path: its bytes (NUL-terminated, at most 63) and inode. */
+static ino_t file_at(const char *path, char *buf, size_t size)
+{
+	struct stat st;
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_NOFOLLOW);
+
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	n = read(fd, buf, size - 1);
+	assert_true(n >= 0);
+	buf[n] = '\0';
+	close(fd);
+	return st.st_ino;
+}
+
+static void test_write_reusing(void **state)
+{
+	struct mafh_backend *b = local(), *lat = NULL;
+	struct mafh_error err = {0};
+	struct stat st;
+	char buf[64];
+	ino_t ino;
+
+	(void)state;
+	/* A longer donor: written over, cut to the new length, renamed; no new inode. */
+	assert_int_equal(mafh_backend_write_file(b, at("0001.request.json"), "a long request", 14,
+						 &err), 0);
+	ino = file_at(at("0001.request.json"), buf, sizeof(buf));
+	assert_int_equal(mafh_backend_write_file_reusing(b, at("0001.response.json"),
+							 at("0001.request.json"), "short", 5,
+							 &err), 0);
+	assert_int_equal(file_at(at("0001.response.json"), buf, sizeof(buf)), ino);
+	assert_string_equal(buf, "short");
+	assert_int_equal(lstat(at("0001.request.json"), &st), -1);
+	/* A shorter donor grows; a response already there (a planted symlink here) is replaced,
+	 * not followed. */
+	assert_int_equal(mafh_backend_write_file(b, at("secret"), "secret", 6, &err), 0);
+	assert_int_equal(symlink(at("secret"), at("0002.response.json")), 0);
+	assert_int_equal(mafh_backend_write_file(b, at("0002.request.json"), "r", 1, &err), 0);
+	ino = file_at(at("0002.request.json"), buf, sizeof(buf));
+	assert_int_equal(mafh_backend_write_file_reusing(b, at("0002.response.json"),
+							 at("0002.request.json"), "a longer one",
+							 12, &err), 0);
+	assert_int_equal(file_at(at("0002.response.json"), buf, sizeof(buf)), ino);
+	assert_string_equal(buf, "a longer one");
+	file_at(at("secret"), buf, sizeof(buf));
+	assert_string_equal(buf, "secret");
+
+	/* Donors that are not taken: the response is a new file, the donor left as it was. */
+	/* a second link (the other name must keep its bytes)... */
+	assert_int_equal(mafh_backend_write_file(b, at("0003.request.json"), "req3", 4, &err), 0);
+	assert_int_equal(link(at("0003.request.json"), at("kept")), 0);
+	ino = file_at(at("0003.request.json"), buf, sizeof(buf));
+	assert_int_equal(mafh_backend_write_file_reusing(b, at("0003.response.json"),
+							 at("0003.request.json"), "resp3", 5,
+							 &err), 0);
+	assert_int_not_equal(file_at(at("0003.response.json"), buf, sizeof(buf)), ino);
+	assert_string_equal(buf, "resp3");
+	file_at(at("kept"), buf, sizeof(buf));
+	assert_string_equal(buf, "req3");
+	file_at(at("0003.request.json"), buf, sizeof(buf));
+	assert_string_equal(buf, "req3");
+	/* ...a symlink (its target untouched, the link still there)... */
+	assert_int_equal(symlink(at("secret"), at("0004.request.json")), 0);
+	assert_int_equal(mafh_backend_write_file_reusing(b, at("0004.response.json"),
+							 at("0004.request.json"), "resp4", 5,
+							 &err), 0);
+	file_at(at("0004.response.json"), buf, sizeof(buf));
+	assert_string_equal(buf, "resp4");
+	file_at(at("secret"), buf, sizeof(buf));
+	assert_string_equal(buf, "secret");
+	assert_int_equal(lstat(at("0004.request.json"), &st), 0);
+	assert_true(S_ISLNK(st.st_mode));
+	/* ...a FIFO (never opened, so never blocking), a missing donor... */
+	assert_int_equal(mkfifo(at("0005.request.json"), 0644), 0);
+	assert_int_equal(mafh_backend_write_file_reusing(b, at("0005.response.json"),
+							 at("0005.request.json"), "resp5", 5,
+							 &err), 0);
+	file_at(at("0005.response.json"), buf, sizeof(buf));
+	assert_string_equal(buf, "resp5");
+	assert_int_equal(lstat(at("0005.request.json"), &st), 0);
+	assert_true(S_ISFIFO(st.st_mode));
+	assert_int_equal(mafh_backend_write_file_reusing(b, at("0006.response.json"),
+							 at("0006.request.json"), "resp6", 5,
+							 &err), 0);
+	file_at(at("0006.response.json"), buf, sizeof(buf));
+	assert_string_equal(buf, "resp6");
+	/* ...a donor in another directory, or named as path itself... */
+	assert_int_equal(mafh_backend_write_file(b, at("sub/0007.request.json"), "req7", 4, &err),
+			 0);
+	assert_int_equal(mafh_backend_write_file_reusing(b, at("0007.response.json"),
+							 at("sub/0007.request.json"), "resp7", 5,
+							 &err), 0);
+	file_at(at("sub/0007.request.json"), buf, sizeof(buf));
+	assert_string_equal(buf, "req7");
+	assert_int_equal(mafh_backend_write_file_reusing(b, at("0007.response.json"),
+							 at("0007.response.json"), "again", 5,
+							 &err), 0);
+	file_at(at("0007.response.json"), buf, sizeof(buf));
+	assert_string_equal(buf, "again");
+	/* ...or no donor at all. */
+	assert_int_equal(mafh_backend_write_file_reusing(b, at("0008.response.json"), NULL, "r8", 2,
+							 &err), 0);
+	file_at(at("0008.response.json"), buf, sizeof(buf));
+	assert_string_equal(buf, "r8");
+	/* A backend without the operation (the latency wrapper, as a remote backend) writes
+	 * plainly and leaves the donor alone. */
+	assert_int_equal(mafh_backend_latency_new(local(), 1, &lat), 0);
+	assert_int_equal(mafh_backend_write_file(b, at("0009.request.json"), "req9", 4, &err), 0);
+	assert_int_equal(mafh_backend_write_file_reusing(lat, at("0009.response.json"),
+							 at("0009.request.json"), "resp9", 5,
+							 &err), 0);
+	file_at(at("0009.request.json"), buf, sizeof(buf));
+	assert_string_equal(buf, "req9");
+	file_at(at("0009.response.json"), buf, sizeof(buf));
+	assert_string_equal(buf, "resp9");
+	mafh_backend_free(lat);
+	mafh_backend_free(b);
+}
+
 static void test_exec(void **state)
 {
 	struct mafh_backend *b = local();
@@ -447,6 +568,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_write_read, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_files, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_write_reusing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_exec, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_latency, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wait_change, setup, teardown),

@@ -382,6 +382,73 @@ static void test_torn_read(void **state)
 	teardown_run(&f);
 }
 
+/* mafh_run_write_donor: the request a response may reuse, only when it was read whole and
+ * decoded, and only during that response's WRITE. */
+static void give_wait_event(struct fixture *f, long expect_next, const char *text);
+
+static void test_write_donor(void **state)
+{
+	struct fixture f;
+	struct mafh_op op;
+	char ev[1024];
+
+	(void)state;
+	setup_run(&f, NULL, MAFH_TRANSPORT_FILES, 60000);
+	start(&f);
+	assert_null(mafh_run_write_donor(f.run));
+	op = next(&f);
+	expect_path(&op, MAFH_OP_READ, CALLS "0001.request.json");
+	assert_null(mafh_run_write_donor(f.run));
+	give_read(&f, MAFH_READ_OK, req(1, "{\"a\": 1}"));
+	op = next(&f);
+	assert_null(mafh_run_write_donor(f.run));
+	give_call(&f, &op);
+	op = next(&f);
+	expect_path(&op, MAFH_OP_WRITE, CALLS "0001.response.json");
+	assert_string_equal(mafh_run_write_donor(f.run), CALLS "0001.request.json");
+	give_write_ok(&f);
+	assert_null(mafh_run_write_donor(f.run));
+	/* Decoded, then refused (no such argument): the writer was done, so it may be reused. */
+	op = next(&f);
+	give_read(&f, MAFH_READ_OK, req(2, "{\"b\": 1}"));
+	op = next(&f);
+	expect_path(&op, MAFH_OP_WRITE, CALLS "0002.response.json");
+	assert_string_equal(mafh_run_write_donor(f.run), CALLS "0002.request.json");
+	give_write_ok(&f);
+	/* Torn twice: its writer may still be at it, so the refusal gets a file of its own. */
+	op = next(&f);
+	give_read(&f, MAFH_READ_OK, "{\"id\": \"0003\", \"na");
+	op = next(&f);
+	expect_path(&op, MAFH_OP_READ, CALLS "0003.request.json");
+	give_read(&f, MAFH_READ_OK, "{\"id\": \"0003\", \"na");
+	op = next(&f);
+	expect_path(&op, MAFH_OP_WRITE, CALLS "0003.response.json");
+	assert_null(mafh_run_write_donor(f.run));
+	give_write_ok(&f);
+	/* Too big, or not a regular file: not read whole. */
+	op = next(&f);
+	give_read(&f, MAFH_READ_TOO_BIG, NULL);
+	op = next(&f);
+	expect_path(&op, MAFH_OP_WRITE, CALLS "0004.response.json");
+	assert_null(mafh_run_write_donor(f.run));
+	give_write_ok(&f);
+	teardown_run(&f);
+
+	/* A request that came as a wait event was never read as a file. */
+	setup_run(&f, NULL, MAFH_TRANSPORT_AUTO, 60000);
+	start(&f);
+	snprintf(ev, sizeof(ev), "{\"event\":\"request\",\"id\":1,\"size\":%zu}\n%s",
+		 strlen(req(1, "{\"a\": 1}")), req(1, "{\"a\": 1}"));
+	give_wait_event(&f, 1, ev);
+	op = next(&f);
+	give_call(&f, &op);
+	op = next(&f);
+	expect_path(&op, MAFH_OP_WRITE, CALLS "0001.response.json");
+	assert_null(mafh_run_write_donor(f.run));
+	give_write_ok(&f);
+	teardown_run(&f);
+}
+
 static void test_bad_requests(void **state)
 {
 	struct fixture f;
@@ -1126,6 +1193,7 @@ int main(void)
 		cmocka_unit_test(test_happy_path_files),
 		cmocka_unit_test(test_torn_read),
 		cmocka_unit_test(test_bad_requests),
+		cmocka_unit_test(test_write_donor),
 		cmocka_unit_test(test_budget_spent),
 		cmocka_unit_test(test_oversized_response),
 		cmocka_unit_test(test_deadline),

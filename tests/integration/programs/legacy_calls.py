@@ -189,6 +189,37 @@ def mode_planted():
     say("after", call("echo", x=11))
 
 
+def publish_ino(nnnn, data, link_as=None):
+    """publish(), returning the request file's inode; link_as gives it a second name."""
+    target = path(nnnn, ".request.json")
+    with open(target + ".part", "wb") as f:
+        f.write(data.encode())
+        ino = os.fstat(f.fileno()).st_ino
+    if link_as:
+        os.link(target + ".part", link_as)
+    os.replace(target + ".part", target)
+    return ino
+
+
+def mode_reuse():
+    # The host may write its answer into the request file it answered (PROTOCOL.md): the
+    # response then has the request's inode, and the request's name is gone.
+    for label, link_as in (("one link", None), ("two links", os.path.abspath("kept"))):
+        nnnn = claim()
+        body = request(nnnn, "echo", {"pad": "p" * 300})
+        ino = publish_ino(nnnn, body, link_as)
+        outcome = wait(nnnn)
+        st = os.stat(path(nnnn, ".response.json"))
+        detail = {"same file": st.st_ino == ino,
+                  "request still there": os.path.exists(path(nnnn, ".request.json")),
+                  "answer": outcome[1] == {"pad": "p" * 300}}
+        if link_as:
+            with open(link_as) as f:
+                detail["other name kept the request"] = f.read() == body
+        print(json.dumps({"label": label, "outcome": outcome[0], "detail": detail}))
+        sys.stdout.flush()
+
+
 MODES = {name[5:].replace("_", "-"): fn for name, fn in globals().items()
          if name.startswith("mode_")}
 
