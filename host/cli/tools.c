@@ -193,6 +193,10 @@ static int buf_drain(struct buf *b, int fd, int keep_past_cap)
 		}
 		if (b->over && !keep_past_cap)
 			return -1;
+		/* Short of the buffer: the pipe is empty for now, and the caller's poll will say
+		 * when it is not (one read a wake, not a second to learn it is empty). */
+		if ((size_t)n < sizeof(tmp))
+			return 1;
 	}
 }
 
@@ -429,28 +433,28 @@ static int write_line(struct tools_server *s, const char *line, size_t len, long
 {
 	size_t off = 0;
 
+	/* The pipe has room for a line nearly always: write first, and wait only when full. */
 	while (off < len) {
 		struct pollfd pf = {.fd = s->c.in, .events = POLLOUT};
-		long long left = deadline - mono_ms();
+		long long left;
 		ssize_t n;
 		int r;
 
-		if (left <= 0)
-			return -2;
 		if (tools_cancel)
 			return -5;
+		n = write(s->c.in, line + off, len - off);
+		if (n > 0) {
+			off += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno != EAGAIN && errno != EINTR)
+			return -1;
+		left = deadline - mono_ms();
+		if (left <= 0)
+			return -2;
 		r = poll(&pf, 1, left > SLICE_MS ? SLICE_MS : (int)left);
 		if (r < 0 && errno != EINTR)
 			return -1;
-		if (r <= 0)
-			continue;
-		n = write(s->c.in, line + off, len - off);
-		if (n < 0) {
-			if (errno == EAGAIN || errno == EINTR)
-				continue;
-			return -1;
-		}
-		off += (size_t)n;
 	}
 	return 0;
 }
