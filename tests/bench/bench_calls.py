@@ -22,18 +22,20 @@ Figures only: p50, p99 and mean round trip per path, calls per second one call a
 and calls per second with several threads calling at once. Before each host, the
 machine's floor (tests/bench/bench_wake.c): the round trip between two processes over a
 socketpair, which a call pays twice; on a VM it moves with the load of the machine beneath.
-Targets from issue 4: p50 <= 200 us and >= 5,000 calls/s; each figure is marked against
-them, nothing fails.
+The targets: p50 <= 200 us and >= 5,000 calls/s; each figure is marked against them,
+nothing fails.
 
-The run directory's file system matters (every call creates and renames files on both
-sides): the bench runs once per --run-dirs parent, by default $TMPDIR (or /tmp), as maf-host
-would, and /dev/shm (tmpfs) where it exists. Before each host it also times the making of a
-new file there, which a call pays twice (its request and its response): on ext4 without a
-journal that cost grows with every inode freed in the last half minute or so, which the
-kernel steps over rather than reuse. So the bench keeps every run directory it makes until
-its last figure is taken (a run's some 6,000 files would otherwise slow the next host's
-calls), and removes them then. MAF_LAUNCH, if set, is the launcher maf-host runs (to measure
-a launcher built elsewhere against this host)."""
+The run directory's file system matters: on ext4 without a journal, making a new file costs
+more the more inodes were freed there in the last minute or so (the kernel steps over them
+rather than reuse them), 0.1-0.4 ms after a large deletion. A channel call served by
+libmafhost makes no new file (the launcher's claims are hard links to one file, each
+request is written into the file of a response already relayed, each response into the
+request it answers), but the legacy path makes two a call. The bench runs once per
+--run-dirs parent, by default $TMPDIR (or /tmp), as maf-host would, and /dev/shm (tmpfs)
+where it exists; before each host it times the making of a new file there, and it keeps
+every run directory it makes until its last figure is taken (the legacy calls' files would
+otherwise slow the next host's), and removes them then. MAF_LAUNCH, if set, is the
+launcher maf-host runs (to measure a launcher built elsewhere against this host)."""
 import argparse
 import json
 import os
@@ -193,7 +195,7 @@ def bench(a, parent, private, host):
     print(f"floor, measured just before: a round trip between two processes over a socketpair "
           f"p50 {floor['p50_us']:.0f} us (a call wakes four processes in turn: two round trips, "
           f"{2 * floor['p50_us']:.0f} us); making a new file under {parent} p50 "
-          f"{floor['create_p50_us']:.0f} us (a call makes two)")
+          f"{floor['create_p50_us']:.0f} us (a legacy call makes two, a channel call none)")
     ops = rep["ops"]
     print(f"host side: {rep['calls']} calls served, backend ops {ops}, wall {rep['wall_ms']} ms")
     print()
