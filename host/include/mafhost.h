@@ -227,7 +227,10 @@ int mafh_backend_wait_change(struct mafh_backend *b, const char *dir, const char
 
 /* The local backend: the run directory is on this machine. exec is fork/execvp of argv with
  * pipes and a timeout; files are the filesystem: write_file goes through a temporary name
- * and rename (a symlink planted at path is replaced, never followed), read_file refuses
+ * and rename (a symlink planted at path is replaced, never followed); write_file_reusing
+ * writes into donor when it is a regular file with one link in path's directory (looked at
+ * before it is opened, without following a symlink, and again once open), cuts it to the
+ * new length and renames it to path, else does write_file; read_file refuses
  * symlinks (O_NOFOLLOW) and non-regular files (O_NONBLOCK + fstat: a FIFO never blocks) and
  * caps the read. wait_change is inotify (a file renamed in, in dir or the subdirectories
  * named; in dir also one written and closed; directories opened without following
