@@ -184,8 +184,9 @@ struct mafh_backend_ops {
 	 * caller is done with: the backend may write data into donor's file and rename it to
 	 * path, so that no new file is made (on some file systems a new inode costs far more
 	 * than the write). donor is then gone. Where it cannot or will not reuse donor, it
-	 * writes path as write_file does and leaves donor alone; it never writes into a file
-	 * that is not a regular file with that one name. Paths borrowed for the call. */
+	 * writes path as write_file does and leaves donor in place (its bytes as they were,
+	 * unless writing into it failed part way); it never writes into a file that is not a
+	 * regular file with that one name. Paths borrowed for the call. */
 	int (*write_file_reusing)(void *ctx, const char *path, const char *donor,
 				  const void *data, size_t len, struct mafh_error *err);
 };
