@@ -32,8 +32,7 @@ struct call {
 /* A response relayed and done with, whose file a later request reuses (reuse_response). */
 struct spare {
 	long n;
-	dev_t dev;
-	ino_t ino;
+	uint64_t dev, ino;
 };
 
 #define SPARES 8
@@ -288,49 +287,24 @@ static long claim_number(struct channel *c)
 	return -1;
 }
 
-/* Publishes a request in the file of a response already relayed: writes it there and
- * renames that to the request's name, so the call makes no new inode. A new file can cost
+/* Publishes a request in the file of a response already relayed (mafp_call_file_hand_over),
+ * so the call makes no new inode. A new file can cost
  * far more than the few system calls this takes: on an ext4 without a journal, the inode
  * allocator steps over every inode freed in the last minute or so, which after a large
  * deletion measured 0.1-0.4 ms a file. Nobody reads a response once it is relayed (the
  * number is ours alone, by the claim). The file must still be the one read (same inode,
- * regular, one link), else it is left alone. Returns 0, or -1 when no spare could take the
+ * regular, one link), else it is left alone. Returns 0, or -1 when no spare took the
  * request (the caller then makes a file as before). */
 static int reuse_response(struct channel *c, const char *fname, const char *req, size_t len)
 {
 	while (c->nspares > 0) {
 		struct spare s = c->spares[--c->nspares];
 		char old[48];
-		struct stat st;
-		size_t done = 0;
-		int fd;
 
 		mafp_call_file_name(old, sizeof(old), s.n, MAFP_SUFFIX_RESPONSE);
-		fd = openat(c->calls_dir, old, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY |
-			    O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
-		    st.st_dev != s.dev || st.st_ino != s.ino) {
-			close(fd);
-			continue;
-		}
-		while (done < len) {
-			ssize_t w = pwrite(fd, req + done, len - done, (off_t)done);
-
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w <= 0)
-				break;
-			done += (size_t)w;
-		}
-		if (done < len || (st.st_size > (off_t)len && ftruncate(fd, (off_t)len) < 0)) {
-			close(fd);
-			return -1;
-		}
-		if (close(fd) < 0)
-			return -1;
-		return renameat(c->calls_dir, old, c->calls_dir, fname);
+		if (mafp_call_file_hand_over(c->calls_dir, old, fname, s.dev, s.ino, req,
+					     len) == 0)
+			return 0;
 	}
 	return -1;
 }
@@ -456,8 +430,8 @@ static void try_complete(struct channel *c, struct call *k)
 	conn_send(c, k->conn, answer_line(k->id, resp.value, resp.refusal));
 	mafp_response_clear(&resp);
 	if (st.st_nlink == 1 && c->nspares < SPARES)
-		c->spares[c->nspares++] = (struct spare){.n = k->n, .dev = st.st_dev,
-							 .ino = st.st_ino};
+		c->spares[c->nspares++] = (struct spare){.n = k->n, .dev = (uint64_t)st.st_dev,
+							 .ino = (uint64_t)st.st_ino};
 done:
 	cJSON_Delete(k->id);
 	memset(k, 0, sizeof(*k));

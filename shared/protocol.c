@@ -1,10 +1,13 @@
 #include "protocol.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 int mafp_run_dir_check(const char *run_dir, const char **why)
 {
@@ -63,6 +66,46 @@ int mafp_call_file_name(char *buf, size_t size, long id, const char *suffix)
 		return -1;
 	n = snprintf(buf, size, "%0*ld%s", MAFP_CALL_ID_WIDTH, id, suffix);
 	return (n < 0 || (size_t)n >= size) ? -1 : 0;
+}
+
+int mafp_call_file_hand_over(int dirfd, const char *from, const char *to, uint64_t dev,
+			     uint64_t ino, const void *data, size_t len)
+{
+	const char *p = data;
+	struct stat st;
+	size_t done = 0;
+	int fd, err;
+
+	fd = openat(dirfd, from, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
+	    (uint64_t)st.st_dev != dev || (uint64_t)st.st_ino != ino) {
+		close(fd);
+		errno = EEXIST;
+		return -1;
+	}
+	while (done < len) {
+		ssize_t n = pwrite(fd, p + done, len - done, (off_t)done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			err = n < 0 ? errno : EIO;
+			goto fail;
+		}
+		done += (size_t)n;
+	}
+	if ((st.st_size > (off_t)len && ftruncate(fd, (off_t)len) < 0) ||
+	    renameat(dirfd, from, dirfd, to) < 0) {
+		err = errno;
+		goto fail;
+	}
+	return close(fd);
+fail:
+	close(fd);
+	errno = err;
+	return -1;
 }
 
 int mafp_marker_parse(const char *buf, size_t len, long min, long max, long *out)

@@ -96,6 +96,16 @@ int mafp_host_tools_path(char *buf, size_t size, const char *run_dir, const char
  * -1 if id is out of range or it does not fit. */
 int mafp_call_file_name(char *buf, size_t size, long id, const char *suffix);
 
+/* Hands a call file over (PROTOCOL.md): the file dir/from, which its writer is done with,
+ * becomes dir/to with data as its bytes, so no new inode is made. It must still be the
+ * regular file with one link that dev and ino name (opened without following a symlink,
+ * never blocking, and looked at once open): data is written over it from the start, it is
+ * cut to len, and renamed to to. Returns 0, or -1 with errno set (EEXIST: not that file,
+ * nothing written; else the write, the cut or the rename failed and from may have been
+ * written part way). The caller then makes to as a new file. */
+int mafp_call_file_hand_over(int dirfd, const char *from, const char *to, uint64_t dev,
+			     uint64_t ino, const void *data, size_t len);
+
 /* Parses a decimal marker (program_pid, program_exit_code): digits only, optional leading
  * '-' only when allow_negative, no whitespace, at most MAFP_MARKER_MAX bytes, within
  * [min, max]. Returns 0 and sets *out, or -1. */

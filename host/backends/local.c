@@ -231,18 +231,17 @@ fail:
 
 /* write_file into donor's inode, renamed to path: no new inode (see mafhost.h). donor must
  * be in path's directory and still be a regular file with one link, looked at before it is
- * opened (opening a device or FIFO can have effects of its own) and again once open (the
- * same file). Anything else, or a failure before the rename, writes path afresh. */
+ * opened (opening a device or FIFO can have effects of its own) and again once open
+ * (mafp_call_file_hand_over: the same file). Anything else, or a failure before the rename,
+ * writes path afresh. */
 static int local_write_file_reusing(void *ctx, const char *path, const char *donor,
 				    const void *data, size_t len, struct mafh_error *err)
 {
 	char copy[LOCAL_PATH_MAX];
 	const char *base, *dslash = donor ? strrchr(donor, '/') : NULL;
 	const char *pslash = path ? strrchr(path, '/') : NULL;
-	const char *p = data;
-	struct stat st, fst;
-	size_t done = 0;
-	int dfd, fd;
+	struct stat st;
+	int dfd;
 
 	if (!dslash || !pslash || dslash - donor != pslash - path ||
 	    memcmp(donor, path, (size_t)(pslash - path)) != 0 || !dslash[1] ||
@@ -255,28 +254,8 @@ static int local_write_file_reusing(void *ctx, const char *path, const char *don
 	if (fstatat(dfd, dslash + 1, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode) ||
 	    st.st_nlink != 1)
 		goto fresh;
-	fd = openat(dfd, dslash + 1, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-	if (fd < 0)
-		goto fresh;
-	if (fstat(fd, &fst) < 0 || !S_ISREG(fst.st_mode) || fst.st_nlink != 1 ||
-	    fst.st_dev != st.st_dev || fst.st_ino != st.st_ino) {
-		close(fd);
-		goto fresh;
-	}
-	while (done < len) {
-		ssize_t n = pwrite(fd, p + done, len - done, (off_t)done);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		done += (size_t)n;
-	}
-	if (done < len || (fst.st_size > (off_t)len && ftruncate(fd, (off_t)len) < 0)) {
-		close(fd);
-		goto fresh;
-	}
-	if (close(fd) < 0 || renameat(dfd, dslash + 1, dfd, base) < 0)
+	if (mafp_call_file_hand_over(dfd, dslash + 1, base, (uint64_t)st.st_dev,
+				     (uint64_t)st.st_ino, data, len) < 0)
 		goto fresh;
 	close(dfd);
 	return 0;

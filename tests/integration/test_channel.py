@@ -50,18 +50,23 @@ class Responder(threading.Thread):
         return {"refusal": f"no tool named {name}"}
 
     def write(self, path, data):
+        """Publishes data as path; returns its inode (taken before the launcher can have
+        handed the file over to a request of its own)."""
         if not self.torn:
             tmp = path.with_name(path.name + ".tmp")
             tmp.write_bytes(data)
+            ino = tmp.stat().st_ino
             os.rename(tmp, path)
-            return
+            return ino
         third = len(data) // 3
         with open(path, "wb") as f:
+            ino = os.fstat(f.fileno()).st_ino
             for piece in (data[:third], data[third:2 * third], data[2 * third:]):
                 f.write(piece)
                 f.flush()
                 os.fsync(f.fileno())
                 time.sleep(0.15)
+        return ino
 
     def run(self):
         n = 1
@@ -79,10 +84,11 @@ class Responder(threading.Thread):
                         kept, tmp = self.calls / f"kept-{n}", self.calls / f"kept-{n}.tmp"
                         kept.write_bytes(json.dumps(resp).encode())
                         os.link(kept, tmp)
+                        self.response_inodes[n] = kept.stat().st_ino
                         os.rename(tmp, resp_path)
                     else:
-                        self.write(resp_path, json.dumps(resp).encode())
-                    self.response_inodes[n] = resp_path.stat().st_ino
+                        self.response_inodes[n] = self.write(resp_path,
+                                                             json.dumps(resp).encode())
                     self.served.append((n, req.get("name")))
                 n += 1
                 continue

@@ -8,8 +8,12 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -158,6 +162,71 @@ static void marker_bad(const char *s, long min, long max)
 	if (marker(s, min, max, &v) != -1)
 		fail_msg("marker '%s' in [%ld, %ld] accepted as %ld", s, min, max, v);
 	assert_int_equal(v, 0x5a5a); /* untouched on failure */
+}
+
+/* mafp_call_file_hand_over, in a directory of its own: the file becomes the new name with
+ * exactly the new bytes; any other file than the one named by dev and ino is refused
+ * (EEXIST) untouched. */
+static void test_call_file_hand_over(void **state)
+{
+	char dir[] = "/tmp/mafp-test-XXXXXX", buf[64];
+	struct stat st, st2;
+	ssize_t n;
+	int d, fd;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	d = open(dir, O_RDONLY | O_DIRECTORY);
+	assert_true(d >= 0);
+	fd = openat(d, "0001.response.json", O_WRONLY | O_CREAT | O_EXCL, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "a response, longer", 18), 18);
+	assert_int_equal(fstat(fd, &st), 0);
+	close(fd);
+	/* Not that file: refused, nothing written. */
+	assert_int_equal(mafp_call_file_hand_over(d, "0001.response.json", "0002.request.json",
+						  (uint64_t)st.st_dev, (uint64_t)st.st_ino + 1,
+						  "x", 1), -1);
+	assert_int_equal(errno, EEXIST);
+	/* Handed over: cut to the new length, renamed, the same inode. */
+	assert_int_equal(mafp_call_file_hand_over(d, "0001.response.json", "0002.request.json",
+						  (uint64_t)st.st_dev, (uint64_t)st.st_ino,
+						  "a request", 9), 0);
+	assert_int_equal(fstatat(d, "0001.response.json", &st2, AT_SYMLINK_NOFOLLOW), -1);
+	fd = openat(d, "0002.request.json", O_RDONLY);
+	assert_true(fd >= 0);
+	n = read(fd, buf, sizeof(buf));
+	assert_int_equal(n, 9);
+	assert_memory_equal(buf, "a request", 9);
+	assert_int_equal(fstat(fd, &st2), 0);
+	assert_int_equal(st2.st_ino, st.st_ino);
+	close(fd);
+	/* A second link: refused, and the other name keeps its bytes. */
+	assert_int_equal(linkat(d, "0002.request.json", d, "other", 0), 0);
+	assert_int_equal(mafp_call_file_hand_over(d, "0002.request.json", "0002.response.json",
+						  (uint64_t)st.st_dev, (uint64_t)st.st_ino,
+						  "no", 2), -1);
+	assert_int_equal(errno, EEXIST);
+	/* A symlink is not followed; a missing file is not made. */
+	assert_int_equal(symlinkat("other", d, "link"), 0);
+	assert_int_equal(mafp_call_file_hand_over(d, "link", "0003.request.json",
+						  (uint64_t)st.st_dev, (uint64_t)st.st_ino,
+						  "no", 2), -1);
+	assert_int_equal(mafp_call_file_hand_over(d, "none", "0004.request.json",
+						  (uint64_t)st.st_dev, (uint64_t)st.st_ino,
+						  "no", 2), -1);
+	assert_int_equal(errno, ENOENT);
+	fd = openat(d, "other", O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(read(fd, buf, sizeof(buf)), 9);
+	close(fd);
+	assert_int_equal(fstatat(d, "0003.request.json", &st2, 0), -1);
+	assert_int_equal(fstatat(d, "0004.request.json", &st2, 0), -1);
+	unlinkat(d, "0002.request.json", 0);
+	unlinkat(d, "other", 0);
+	unlinkat(d, "link", 0);
+	close(d);
+	assert_int_equal(rmdir(dir), 0);
 }
 
 static void test_marker_parse_valid(void **state)
@@ -1271,6 +1340,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_run_dir_check),
+		cmocka_unit_test(test_call_file_hand_over),
 		cmocka_unit_test(test_host_tools_path),
 		cmocka_unit_test(test_call_file_name),
 		cmocka_unit_test(test_marker_parse_valid),
