@@ -358,6 +358,8 @@ static void *publish(void *arg)
 	return NULL;
 }
 
+static int64_t ms_since(const struct timespec *t0);
+
 static void test_wait_change(void **state)
 {
 	struct mafh_backend *b = local(), *lat = NULL;
@@ -394,8 +396,29 @@ static void test_wait_change(void **state)
 	assert_int_equal(pthread_create(&p.thread, NULL, publish, &p), 0);
 	assert_int_equal(mafh_backend_wait_change(b, ht, names2, 20000, &err), 1);
 	pthread_join(p.thread, NULL);
+	/* Files renamed in between waits: a wait for one of them returns at once, from the
+	 * queued event or (for one a wait before it was not for) from what the watch saw. A
+	 * watch that kept track of nothing would leave the last wait to its deadline. */
+	{
+		const char *const names5[] = {"host_tool_calls/0005.request.json", NULL};
+		const char *const names6[] = {"host_tool_calls/0006.request.json", NULL};
+		struct timespec t0;
+
+		p.pause_ms = 0;
+		p.path = at("host_tools/host_tool_calls/0005.request.json");
+		publish(&p);
+		p.path = at("host_tools/host_tool_calls/0006.request.json");
+		publish(&p);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		assert_int_equal(mafh_backend_wait_change(b, ht, names5, 20000, &err), 1);
+		assert_int_equal(mafh_backend_wait_change(b, ht, names6, 20000, &err), 1);
+		assert_true(ms_since(&t0) < 10000);
+		unlink(at("host_tools/host_tool_calls/0005.request.json"));
+		unlink(at("host_tools/host_tool_calls/0006.request.json"));
+	}
 	/* A request written in place (no rename: the program may write request files itself)
-	 * is not waited for by event, but every wait begins with a look: a later wait sees it.
+	 * is not waited for by event, but a wait that ends empty makes the next one begin with
+	 * a look: a later wait sees it.
 	 * (The loop bound is a safety net, not a measurement.) */
 	{
 		char path[600];
