@@ -29,8 +29,6 @@
 #define WAIT_FALLBACK_MS 5
 /* How long a wait goes without a look at whether the directories it holds were removed. */
 #define WAIT_GONE_CHECK_MS 50
-/* Files a cached watch saw appear that no wait was for then (watch_cache.seen). */
-#define WAIT_SEEN_MAX 32
 
 /* One watched directory: open without following symlinks (its fd is what existence is
  * checked against) and watched through that fd. fd -1: not there (yet). */
@@ -40,15 +38,9 @@ struct watched {
 	int wd;
 };
 
-/* A file a watch saw appear: in the top directory (dir -1) or subdirectory dir. */
-struct seen_file {
-	int dir;
-	char name[NAME_MAX + 1];
-};
-
 /* The inotify state of the last directory waited on, kept between waits: setting it up
- * costs a dozen system calls; a wait on it, when it has kept track since its last look,
- * a read of the queued events and a poll. */
+ * costs a dozen system calls, a wait on it a read of the queued events, a look at its names
+ * (an fstatat each) and a poll. */
 struct watch_cache {
 	int ino;                        /* -1: none yet, or inotify is unavailable */
 	char *dir;                      /* the directory it was set up for */
@@ -58,16 +50,6 @@ struct watch_cache {
 	struct watched sub[WAIT_SUBS_MAX];
 	size_t n_sub;
 	int stale;                      /* rebuild before the next wait */
-	/* A wait need not look at its names when the watches have seen every file appear
-	 * since the last look, and none of those is one of its names. looked: there was a
-	 * look since the watches were set up, and no wait has ended empty since (a file
-	 * written in place in a subdirectory makes no event that wakes a wait: an empty wait
-	 * makes the next one look). seen: the files that appeared since the last look
-	 * (seen_over: more than WAIT_SEEN_MAX, so look). */
-	int looked;
-	struct seen_file seen[WAIT_SEEN_MAX];
-	size_t n_seen;
-	int seen_over;
 };
 
 struct local {
@@ -447,8 +429,8 @@ static int local_stat(void *ctx, const char *path, struct mafh_stat *out,
  * watch then no longer says anything about the path). Not IN_CREATE nor IN_CLOSE_WRITE:
  * each call's claim and .part would wake the wait twice for nothing, a context switch each
  * (measured: 3.9 -> 2.2 switches and 140 -> 118 us of host CPU per call on a 2-CPU VM). A
- * request written in place is still seen: a wait that ends empty makes the next one begin
- * with a look (watch_cache.looked), and the blocking driver waits in slices of 50 ms. */
+ * request written in place is still seen: every wait begins with a look, and the blocking
+ * driver waits in slices of 50 ms. */
 #define WATCH_MASK (IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
 /* The top directory (few events: the markers) also wakes on a file written and closed, and
  * says when a subdirectory comes or leaves. */
@@ -477,9 +459,6 @@ static void cache_reset(struct watch_cache *c)
 		watched_reset(&c->sub[i]);
 	c->n_sub = 0;
 	c->stale = 0;
-	c->looked = 0;
-	c->n_seen = 0;
-	c->seen_over = 0;
 }
 
 static void cache_init(struct watch_cache *c)
@@ -685,7 +664,6 @@ static int cache_subs(struct watch_cache *c, const char *const *names)
 		c->sub[j].name[len] = '\0';
 		c->sub[j].fd = c->sub[j].wd = -1;
 		c->n_sub++;
-		c->looked = 0;
 		if (watch_sub(c, &c->sub[j]) < 0)
 			return -1;
 	}
@@ -744,43 +722,6 @@ static int ours(const struct watch_cache *c, int wd)
 	return 0;
 }
 
-static void seen_add(struct watch_cache *c, int dir, const char *name)
-{
-	if (c->n_seen == WAIT_SEEN_MAX) {
-		c->seen_over = 1;
-		return;
-	}
-	c->seen[c->n_seen].dir = dir;
-	snprintf(c->seen[c->n_seen].name, sizeof(c->seen[c->n_seen].name), "%s", name);
-	c->n_seen++;
-}
-
-/* Whether one of names was seen to appear since the last look. */
-static int seen_any(const struct watch_cache *c, const char *const *names)
-{
-	size_t i, j;
-
-	for (i = 0; names[i]; i++) {
-		const char *slash = strchr(names[i], '/');
-		const char *base = slash ? slash + 1 : names[i];
-		int dir = -1;
-
-		if (slash) {
-			for (j = 0; j < c->n_sub; j++)
-				if (strlen(c->sub[j].name) == (size_t)(slash - names[i]) &&
-				    memcmp(c->sub[j].name, names[i], (size_t)(slash - names[i])) == 0)
-					break;
-			if (j == c->n_sub)
-				return 1;
-			dir = (int)j;
-		}
-		for (j = 0; j < c->n_seen; j++)
-			if (c->seen[j].dir == dir && strcmp(c->seen[j].name, base) == 0)
-				return 1;
-	}
-	return 0;
-}
-
 /* Takes the queued events. Returns 1 if one of them means a named file may be there (or
  * the watches no longer describe the paths: the cache is then marked stale), 0 if none
  * does, -1 on a read error. */
@@ -825,12 +766,9 @@ static int take_events(struct watch_cache *c, const char *const *names)
 			}
 			if (c->top.wd >= 0 && ev->wd == c->top.wd) {
 				/* Created is not yet written: a hit once closed or renamed in. */
-				if ((ev->mask & (IN_MOVED_TO | IN_CLOSE_WRITE)) && ev->len) {
-					if (names_event(&c->top, 1, name, names))
-						hit = 1;
-					else
-						seen_add(c, -1, name);
-				}
+				if ((ev->mask & (IN_MOVED_TO | IN_CLOSE_WRITE)) &&
+				    names_event(&c->top, 1, name, names))
+					hit = 1;
 				/* A subdirectory made or renamed in: watch it (replacing any
 				 * watch on an older one), then see what it holds already. One
 				 * removed or renamed away: forget it until it comes back. */
@@ -847,7 +785,6 @@ static int take_events(struct watch_cache *c, const char *const *names)
 						continue;
 					if (c->sub[i].wd >= 0)
 						inotify_rm_watch(c->ino, c->sub[i].wd);
-					c->looked = 0;  /* what it holds made no events */
 					if (watch_sub(c, &c->sub[i]) < 0) {
 						c->stale = 1;
 						hit = 1;
@@ -857,14 +794,10 @@ static int take_events(struct watch_cache *c, const char *const *names)
 				}
 				continue;
 			}
-			for (i = 0; i < c->n_sub; i++) {
-				if (c->sub[i].wd < 0 || ev->wd != c->sub[i].wd || !ev->len)
-					continue;
-				if (names_event(&c->sub[i], 0, name, names))
+			for (i = 0; i < c->n_sub; i++)
+				if (c->sub[i].wd >= 0 && ev->wd == c->sub[i].wd &&
+				    names_event(&c->sub[i], 0, name, names))
 					hit = 1;
-				else
-					seen_add(c, (int)i, name);
-			}
 		}
 	}
 	return hit;
@@ -898,22 +831,14 @@ static int cache_wait(struct watch_cache *c, const char *dir, const char *const 
 			break;
 		}
 	}
-	/* The look, unless the watches have kept track of every file since the last one. */
-	if (c->anc.wd < 0 && (!c->looked || c->seen_over || seen_any(c, names))) {
-		c->looked = 1;
-		c->n_seen = 0;
-		c->seen_over = 0;
-		if (any_exists(c, names))
-			return 1;
-	}
+	if (c->anc.wd < 0 && any_exists(c, names))
+		return 1;
 	for (;;) {
 		struct pollfd pf = {.fd = c->ino, .events = POLLIN};
 		int64_t left = deadline - mafh__now_ms();
 
-		if (left <= 0) {
-			c->looked = 0;
+		if (left <= 0)
 			return 0;
-		}
 		r = poll(&pf, 1, left > WAIT_GONE_CHECK_MS ? WAIT_GONE_CHECK_MS : (int)left);
 		if (r < 0 && errno != EINTR)
 			return -1;

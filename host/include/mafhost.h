@@ -236,10 +236,8 @@ int mafh_backend_wait_change(struct mafh_backend *b, const char *dir, const char
  * caps the read. wait_change is inotify (a file renamed in, in dir or the subdirectories
  * named; in dir also one written and closed; directories opened without following
  * symlinks; the inotify descriptor and watches kept for the last dir waited on, so a wait
- * costs no setup) after a look at the names (skipped when the watches have seen every file
- * appear since the last look and none of them is named; a wait that ends empty makes the
- * next one look), or a look every few milliseconds where inotify is unavailable. Caps: all
- * of MAFH_CAP_*.
+ * costs no setup) after a look at the names, or a look every few milliseconds where
+ * inotify is unavailable. Caps: all of MAFH_CAP_*.
  * launcher_path is copied (NULL: "maf-launch"). The caller frees *out with
  * mafh_backend_free. */
 int mafh_backend_local_new(const char *launcher_path, struct mafh_backend **out);
