@@ -230,18 +230,30 @@ void run_free_env(char **env)
 }
 
 /* Opens R/name as a directory, creating it if absent; a symlink there is refused. */
+void run_subdir_error(char *buf, size_t size, const char *run_dir, const char *name,
+		      int mkdir_err, int open_err)
+{
+	if (mkdir_err)
+		snprintf(buf, size, "cannot create %s/%s: %s", run_dir, name, strerror(mkdir_err));
+	else if (open_err == ELOOP || open_err == ENOTDIR)
+		snprintf(buf, size, "%s/%s is not a directory (a symlink or a file)", run_dir, name);
+	else
+		snprintf(buf, size, "cannot open %s/%s: %s", run_dir, name, strerror(open_err));
+}
+
 static int open_subdir(int run_fd, const char *run_dir, const char *name)
 {
+	char why[MAFP_RUN_DIR_MAX + 128];
 	int fd;
 
-	if (mkdirat(run_fd, name, 0777) < 0 && errno != EEXIST)
-		die_errno(MAFP_EXIT_LAUNCHER, "cannot create %s/%s", run_dir, name);
+	if (mkdirat(run_fd, name, 0777) < 0 && errno != EEXIST) {
+		run_subdir_error(why, sizeof(why), run_dir, name, errno, 0);
+		die(MAFP_EXIT_LAUNCHER, "%s", why);
+	}
 	fd = openat(run_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
-		if (errno == ELOOP || errno == ENOTDIR)
-			die(MAFP_EXIT_LAUNCHER, "%s/%s is not a directory (a symlink or a file)",
-			    run_dir, name);
-		die_errno(MAFP_EXIT_LAUNCHER, "cannot open %s/%s", run_dir, name);
+		run_subdir_error(why, sizeof(why), run_dir, name, 0, errno);
+		die(MAFP_EXIT_LAUNCHER, "%s", why);
 	}
 	return fd;
 }

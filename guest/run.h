@@ -44,6 +44,11 @@ struct run_dirs {
  * attached, the errno of its open, or MAFL_WORK_MKDIR plus the errno of its mkdir. */
 #define MAFL_WORK_MKDIR 0x10000
 
+/* The sentence for the run's subdirectory name that could not be made (mkdir_err, an errno)
+ * or, that done, opened (open_err), as the launch reports it for R/host_tools and R/work. */
+void run_subdir_error(char *buf, size_t size, const char *run_dir, const char *name,
+		      int mkdir_err, int open_err);
+
 /* Parses run's argv into o. Dies with exit code 2 on bad usage; prints help and exits 0 on
  * --help. */
 void run_parse_args(int argc, char **argv, struct run_opts *o);

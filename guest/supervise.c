@@ -521,22 +521,19 @@ static int take_launcher_file(int sock, int *err)
 }
 
 /* R/work, which the launcher made (MAFL_WORK_MKDIR, run.h): its descriptor. A failure ends
- * the launch, in the words open_subdir() (run.c) uses for R/host_tools. */
+ * the launch, in the words used for R/host_tools (run_subdir_error). */
 static int take_work_dir(int sock, const char *run_dir)
 {
+	char why[MAFP_RUN_DIR_MAX + 128];
 	int err, fd = take_launcher_file(sock, &err);
 
 	if (fd >= 0)
 		return fd;
 	if (err > MAFL_WORK_MKDIR)
-		send_report(sock, MAFP_EXIT_LAUNCHER, "cannot create %s/%s: %s", run_dir,
-			    MAFP_DIR_WORK, strerror(err - MAFL_WORK_MKDIR));
-	else if (err == ELOOP || err == ENOTDIR)
-		send_report(sock, MAFP_EXIT_LAUNCHER, "%s/%s is not a directory (a symlink or a "
-			    "file)", run_dir, MAFP_DIR_WORK);
+		run_subdir_error(why, sizeof(why), run_dir, MAFP_DIR_WORK, err - MAFL_WORK_MKDIR, 0);
 	else
-		send_report(sock, MAFP_EXIT_LAUNCHER, "cannot open %s/%s: %s", run_dir,
-			    MAFP_DIR_WORK, strerror(err));
+		run_subdir_error(why, sizeof(why), run_dir, MAFP_DIR_WORK, 0, err);
+	send_report(sock, MAFP_EXIT_LAUNCHER, "%s", why);
 	_exit(1);
 }
 
