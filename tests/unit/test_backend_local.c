@@ -169,6 +169,15 @@ static ino_t file_at(const char *path, char *buf, size_t size)
 	return st.st_ino;
 }
 
+/* Asserts that the file at path holds exactly want. */
+static void assert_file_holds(const char *path, const char *want)
+{
+	char buf[64];
+
+	file_at(path, buf, sizeof(buf));
+	assert_string_equal(buf, want);
+}
+
 static void test_write_reusing(void **state)
 {
 	struct mafh_backend *b = local(), *lat = NULL;
@@ -199,8 +208,7 @@ static void test_write_reusing(void **state)
 							 12, &err), 0);
 	assert_int_equal(file_at(at("0002.response.json"), buf, sizeof(buf)), ino);
 	assert_string_equal(buf, "a longer one");
-	file_at(at("secret"), buf, sizeof(buf));
-	assert_string_equal(buf, "secret");
+	assert_file_holds(at("secret"), "secret");
 
 	/* Donors that are not taken: the response is a new file, the donor left as it was. */
 	/* a second link (the other name must keep its bytes)... */
@@ -212,19 +220,15 @@ static void test_write_reusing(void **state)
 							 &err), 0);
 	assert_int_not_equal(file_at(at("0003.response.json"), buf, sizeof(buf)), ino);
 	assert_string_equal(buf, "resp3");
-	file_at(at("kept"), buf, sizeof(buf));
-	assert_string_equal(buf, "req3");
-	file_at(at("0003.request.json"), buf, sizeof(buf));
-	assert_string_equal(buf, "req3");
+	assert_file_holds(at("kept"), "req3");
+	assert_file_holds(at("0003.request.json"), "req3");
 	/* ...a symlink (its target untouched, the link still there)... */
 	assert_int_equal(symlink(at("secret"), at("0004.request.json")), 0);
 	assert_int_equal(mafh_backend_write_file_reusing(b, at("0004.response.json"),
 							 at("0004.request.json"), "resp4", 5,
 							 &err), 0);
-	file_at(at("0004.response.json"), buf, sizeof(buf));
-	assert_string_equal(buf, "resp4");
-	file_at(at("secret"), buf, sizeof(buf));
-	assert_string_equal(buf, "secret");
+	assert_file_holds(at("0004.response.json"), "resp4");
+	assert_file_holds(at("secret"), "secret");
 	assert_int_equal(lstat(at("0004.request.json"), &st), 0);
 	assert_true(S_ISLNK(st.st_mode));
 	/* ...a FIFO (never opened, so never blocking), a missing donor... */
@@ -232,33 +236,28 @@ static void test_write_reusing(void **state)
 	assert_int_equal(mafh_backend_write_file_reusing(b, at("0005.response.json"),
 							 at("0005.request.json"), "resp5", 5,
 							 &err), 0);
-	file_at(at("0005.response.json"), buf, sizeof(buf));
-	assert_string_equal(buf, "resp5");
+	assert_file_holds(at("0005.response.json"), "resp5");
 	assert_int_equal(lstat(at("0005.request.json"), &st), 0);
 	assert_true(S_ISFIFO(st.st_mode));
 	assert_int_equal(mafh_backend_write_file_reusing(b, at("0006.response.json"),
 							 at("0006.request.json"), "resp6", 5,
 							 &err), 0);
-	file_at(at("0006.response.json"), buf, sizeof(buf));
-	assert_string_equal(buf, "resp6");
+	assert_file_holds(at("0006.response.json"), "resp6");
 	/* ...a donor in another directory, or named as path itself... */
 	assert_int_equal(mafh_backend_write_file(b, at("sub/0007.request.json"), "req7", 4, &err),
 			 0);
 	assert_int_equal(mafh_backend_write_file_reusing(b, at("0007.response.json"),
 							 at("sub/0007.request.json"), "resp7", 5,
 							 &err), 0);
-	file_at(at("sub/0007.request.json"), buf, sizeof(buf));
-	assert_string_equal(buf, "req7");
+	assert_file_holds(at("sub/0007.request.json"), "req7");
 	assert_int_equal(mafh_backend_write_file_reusing(b, at("0007.response.json"),
 							 at("0007.response.json"), "again", 5,
 							 &err), 0);
-	file_at(at("0007.response.json"), buf, sizeof(buf));
-	assert_string_equal(buf, "again");
+	assert_file_holds(at("0007.response.json"), "again");
 	/* ...or no donor at all. */
 	assert_int_equal(mafh_backend_write_file_reusing(b, at("0008.response.json"), NULL, "r8", 2,
 							 &err), 0);
-	file_at(at("0008.response.json"), buf, sizeof(buf));
-	assert_string_equal(buf, "r8");
+	assert_file_holds(at("0008.response.json"), "r8");
 	/* A backend without the operation (the latency wrapper, as a remote backend) writes
 	 * plainly and leaves the donor alone. */
 	assert_int_equal(mafh_backend_latency_new(local(), 1, &lat), 0);
@@ -266,10 +265,8 @@ static void test_write_reusing(void **state)
 	assert_int_equal(mafh_backend_write_file_reusing(lat, at("0009.response.json"),
 							 at("0009.request.json"), "resp9", 5,
 							 &err), 0);
-	file_at(at("0009.request.json"), buf, sizeof(buf));
-	assert_string_equal(buf, "req9");
-	file_at(at("0009.response.json"), buf, sizeof(buf));
-	assert_string_equal(buf, "resp9");
+	assert_file_holds(at("0009.request.json"), "req9");
+	assert_file_holds(at("0009.response.json"), "resp9");
 	mafh_backend_free(lat);
 	mafh_backend_free(b);
 }
