@@ -44,13 +44,15 @@ static int lat_exec(void *ctx, const char *const *argv, int64_t timeout_ms, size
 }
 
 static int lat_write(void *ctx, const char *path, const void *data, size_t len,
-		     struct mafh_error *err)
+		     const char *replaces, struct mafh_error *err)
 {
 	struct latency *l = ctx;
 	int rc;
 
+	/* replaces is dropped: the remote backends this simulates write each file anew. */
+	(void)replaces;
 	enter(l);
-	rc = mafh_backend_write_file(l->inner, path, data, len, err);
+	rc = mafh_backend_write_file(l->inner, path, data, len, NULL, err);
 	leave(l);
 	return rc;
 }

@@ -165,8 +165,8 @@ static int open_parent(const char *path, int create, char *copy, size_t copy_siz
 
 /* ---- files -------------------------------------------------------------------------------- */
 
-static int local_write_file(void *ctx, const char *path, const void *data, size_t len,
-			    struct mafh_error *err)
+static int write_fresh(void *ctx, const char *path, const void *data, size_t len,
+		       struct mafh_error *err)
 {
 	const struct local *l = ctx;
 	char copy[LOCAL_PATH_MAX], tmp[NAME_MAX + 1];
@@ -237,8 +237,8 @@ fail:
  * opened (opening a device or FIFO can have effects of its own) and again once open
  * (mafp_call_file_hand_over: the same file). Anything else, or a failure before the rename,
  * writes path afresh. */
-static int local_write_file_reusing(void *ctx, const char *path, const char *donor,
-				    const void *data, size_t len, struct mafh_error *err)
+static int local_write_file(void *ctx, const char *path, const void *data, size_t len,
+			    const char *donor, struct mafh_error *err)
 {
 	char copy[LOCAL_PATH_MAX];
 	const char *base, *dslash = donor ? strrchr(donor, '/') : NULL;
@@ -250,10 +250,10 @@ static int local_write_file_reusing(void *ctx, const char *path, const char *don
 	    memcmp(donor, path, (size_t)(pslash - path)) != 0 || !dslash[1] ||
 	    strcmp(dslash + 1, ".") == 0 || strcmp(dslash + 1, "..") == 0 ||
 	    strcmp(dslash + 1, pslash + 1) == 0)
-		return local_write_file(ctx, path, data, len, err);
+		return write_fresh(ctx, path, data, len, err);
 	dfd = open_parent(path, 0, copy, sizeof(copy), &base);
 	if (dfd < 0)
-		return local_write_file(ctx, path, data, len, err);
+		return write_fresh(ctx, path, data, len, err);
 	if (fstatat(dfd, dslash + 1, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode) ||
 	    st.st_nlink != 1)
 		goto fresh;
@@ -264,7 +264,7 @@ static int local_write_file_reusing(void *ctx, const char *path, const char *don
 	return 0;
 fresh:
 	close(dfd);
-	return local_write_file(ctx, path, data, len, err);
+	return write_fresh(ctx, path, data, len, err);
 }
 
 static int local_read_file(void *ctx, const char *path, size_t cap,
@@ -1122,6 +1122,5 @@ int mafh_backend_local_new(const char *launcher_path, struct mafh_backend **out)
 	ops.stat = local_stat;
 	ops.destroy = local_destroy;
 	ops.wait_change = local_wait_change;
-	ops.write_file_reusing = local_write_file_reusing;
 	return mafh_backend_new(&ops, out, NULL);
 }

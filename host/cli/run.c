@@ -265,48 +265,55 @@ static int call_timeout(struct cli_tool *t, char *refusal, size_t refusal_size, 
 	return 0;
 }
 
-static int answer(struct tool_answer *a, cJSON **value_out, char *refusal, size_t refusal_size)
+static int answer(struct tool_answer *a, struct mafh_reply *reply)
 {
+	char *text;
+	int rc;
+
 	if (a->refusal) {
-		snprintf(refusal, refusal_size, "%s", a->refusal);
+		rc = mafh_reply_refuse(reply, a->refusal);
 		tool_answer_clear(a);
-		return MAFH_TOOL_REFUSED;
+		return rc;
 	}
-	*value_out = a->value;
-	a->value = NULL;
-	return MAFH_TOOL_VALUE;
+	text = cJSON_PrintUnformatted(a->value);
+	tool_answer_clear(a);
+	if (!text)
+		return MAFH_ENOMEM;
+	rc = mafh_reply_value(reply, text, strlen(text));
+	free(text);
+	return rc;
 }
 
 /* The callback of every --tool: the command, or the tools server. */
-static int tool_fn(const cJSON *args, cJSON **value_out, char *refusal, size_t refusal_size,
-		   void *ud)
+static int tool_fn(const struct mafh_call *call, struct mafh_reply *reply, void *ud)
 {
 	struct cli_tool *t = ud;
 	struct tool_answer a;
+	char refusal[256];
 	long long ms;
-	char *json;
 	int rc;
 
-	if (call_timeout(t, refusal, refusal_size, &ms) < 0)
-		return MAFH_TOOL_REFUSED;
+	if (call_timeout(t, refusal, sizeof(refusal), &ms) < 0)
+		return mafh_reply_refuse(reply, refusal);
 	if (!t->command) {
 		struct cli_run *c = t->run;
+		cJSON *args = cJSON_ParseWithLength(call->arguments, call->arguments_len);
 
-		if (tools_server_call(c->server, t->name, args, ms, &a) < 0)
+		if (!args)
+			return MAFH_ENOMEM;
+		rc = tools_server_call(c->server, t->name, args, ms, &a);
+		cJSON_Delete(args);
+		if (rc < 0)
 			return MAFH_ENOMEM;
 		if (tools_server_error(c->server) && !c->server_error[0] && !tools_cancel)
 			snprintf(c->server_error, sizeof(c->server_error), "%s",
 				 tools_server_error(c->server));
-		return answer(&a, value_out, refusal, refusal_size);
+		return answer(&a, reply);
 	}
-	json = args ? cJSON_PrintUnformatted(args) : strdup("{}");
-	if (!json)
+	if (tool_command_call(t->name, t->command, call->arguments, t->run->response_max, ms,
+			      &a) < 0)
 		return MAFH_ENOMEM;
-	rc = tool_command_call(t->name, t->command, json, t->run->response_max, ms, &a);
-	free(json);
-	if (rc < 0)
-		return MAFH_ENOMEM;
-	return answer(&a, value_out, refusal, refusal_size);
+	return answer(&a, reply);
 }
 
 /* The launcher: $MAF_LAUNCH, else maf-launch next to this executable, else next to argv0. */

@@ -21,14 +21,11 @@ void cmd_shim_usage(FILE *f)
 		"  --help                  print this help\n");
 }
 
-static int noop_tool(const cJSON *args, cJSON **value_out, char *refusal, size_t refusal_size,
-		     void *ud)
+static int noop_tool(const struct mafh_call *call, struct mafh_reply *reply, void *ud)
 {
-	(void)args;
-	(void)value_out;
+	(void)call;
 	(void)ud;
-	snprintf(refusal, refusal_size, "not served");
-	return MAFH_TOOL_REFUSED;
+	return mafh_reply_refuse(reply, "not served");
 }
 
 int cmd_shim(int argc, char **argv)

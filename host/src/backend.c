@@ -83,23 +83,12 @@ int mafh_backend_exec(struct mafh_backend *b, const char *const *argv, int64_t t
 }
 
 int mafh_backend_write_file(struct mafh_backend *b, const char *path, const void *data,
-			    size_t len, struct mafh_error *err)
+			    size_t len, const char *replaces, struct mafh_error *err)
 {
 	if (!(b->ops.caps & MAFH_CAP_FILES_IN))
 		return mafh__error_set(err, MAFH_ENOTSUP,
 				       "the backend cannot write files (FILES_IN)");
-	return b->ops.write_file(b->ops.ctx, path, data, len, err);
-}
-
-int mafh_backend_write_file_reusing(struct mafh_backend *b, const char *path, const char *donor,
-				    const void *data, size_t len, struct mafh_error *err)
-{
-	if (!(b->ops.caps & MAFH_CAP_FILES_IN))
-		return mafh__error_set(err, MAFH_ENOTSUP,
-				       "the backend cannot write files (FILES_IN)");
-	if (donor && b->ops.write_file_reusing)
-		return b->ops.write_file_reusing(b->ops.ctx, path, donor, data, len, err);
-	return b->ops.write_file(b->ops.ctx, path, data, len, err);
+	return b->ops.write_file(b->ops.ctx, path, data, len, replaces, err);
 }
 
 int mafh_backend_read_file(struct mafh_backend *b, const char *path, size_t cap,
@@ -120,4 +109,16 @@ int mafh_backend_stat(struct mafh_backend *b, const char *path, struct mafh_stat
 		return mafh__error_set(err, MAFH_ENOTSUP,
 				       "the backend cannot stat files (FILES_OUT)");
 	return b->ops.stat(b->ops.ctx, path, st, err);
+}
+
+int mafh_backend_wait_change(struct mafh_backend *b, const char *dir, const char *const *names,
+			     int64_t timeout_ms, struct mafh_error *err)
+{
+	if (!b || !(b->ops.caps & MAFH_CAP_WAIT_CHANGE) || !b->ops.wait_change)
+		return mafh__error_set(err, MAFH_ENOTSUP,
+				       "the backend cannot wait for a change (WAIT_CHANGE)");
+	if (!dir || !names)
+		return mafh__error_set(err, MAFH_EINVAL, "waiting for a change needs a directory "
+				       "and names");
+	return b->ops.wait_change(b->ops.ctx, dir, names, timeout_ms, err);
 }

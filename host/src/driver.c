@@ -29,29 +29,15 @@ static void clock_sleep(const struct mafh_run *run, const struct mafh_clock *c, 
 	}
 }
 
-int mafh_backend_wait_change(struct mafh_backend *b, const char *dir, const char *const *names,
-			     int64_t timeout_ms, struct mafh_error *err)
-{
-	if (!b || !(b->ops.caps & MAFH_CAP_WAIT_CHANGE) || !b->ops.wait_change)
-		return mafh__error_set(err, MAFH_ENOTSUP,
-				       "the backend cannot wait for a change (WAIT_CHANGE)");
-	if (!dir || !names)
-		return mafh__error_set(err, MAFH_EINVAL, "waiting for a change needs a directory "
-				       "and names");
-	return b->ops.wait_change(b->ops.ctx, dir, names, timeout_ms, err);
-}
-
-/* A WAIT_UNTIL: where the run names the files it waits for and the backend can wait for a
+/* A WAIT_UNTIL: where the op names the files it waits for and the backend can wait for a
  * change, in the backend's wait_change (ended early by a change: no poll delay), else a
- * sleep. A failing wait_change is not an error of the run: the rest is slept, as before. */
+ * sleep. A failing wait_change is not an error of the run: the rest is slept. */
 static void wait_until(const struct mafh_run *run, struct mafh_backend *b,
-		       const struct mafh_clock *c, int64_t until)
+		       const struct mafh_clock *c, const struct mafh_op *op)
 {
-	const char *dir;
-	const char *const *names;
+	int64_t until = op->until_ms;
 
-	if ((mafh_backend_caps(b) & MAFH_CAP_WAIT_CHANGE) && b->ops.wait_change &&
-	    mafh_run_wait_target(run, &dir, &names)) {
+	if ((mafh_backend_caps(b) & MAFH_CAP_WAIT_CHANGE) && b->ops.wait_change && op->wait_dir) {
 		while (!mafh__run_stop_requested(run)) {
 			int64_t now = clock_now(c), slice = until - now;
 			int rc;
@@ -60,7 +46,7 @@ static void wait_until(const struct mafh_run *run, struct mafh_backend *b,
 				return;
 			if (slice > STOP_SLICE_MS)
 				slice = STOP_SLICE_MS;
-			rc = mafh_backend_wait_change(b, dir, names, slice, NULL);
+			rc = mafh_backend_wait_change(b, op->wait_dir, op->wait_names, slice, NULL);
 			if (rc > 0)
 				return;
 			if (rc < 0)
@@ -73,58 +59,66 @@ static void wait_until(const struct mafh_run *run, struct mafh_backend *b,
 	clock_sleep(run, c, until);
 }
 
-/* Runs a tool for a CALL op through its registered callback. */
-static void run_call(const struct mafh_op *op, struct mafh_op_result *res, char *refusal,
-		     size_t refusal_size)
+int mafh_run_call_tool(struct mafh_run *run, const struct mafh_op *op,
+		       struct mafh_op_result *res)
 {
-	refusal[0] = '\0';
+	struct mafh_reply *reply = run ? mafh__run_reply(run, op) : NULL;
+	int rc;
+
+	if (!reply || !res)
+		return MAFH_EINVAL;
+	mafh__reply_clear(reply);
 	if (!op->fn) {
-		res->call_rc = MAFH_TOOL_REFUSED;
 		res->refusal = "this host serves the tool through no callback";
-		return;
+		return 0;
 	}
-	res->call_rc = op->fn(op->arguments, &res->value, refusal, refusal_size, op->ud);
-	if (res->call_rc == MAFH_TOOL_REFUSED) {
-		refusal[refusal_size - 1] = '\0';
-		res->refusal = refusal;
-	}
+	rc = op->fn(op->call, reply, op->ud);
+	if (rc < 0)
+		res->error = rc;
+	res->value = reply->value;
+	res->value_len = reply->value_len;
+	res->refusal = reply->refusal;
+	res->note = reply->note;
+	res->note_len = reply->note_len;
+	return 0;
 }
 
 /* Performs one op. Returns 1 if it did, 0 on DONE, or a negative code. */
 static int step(struct mafh_run *run, struct mafh_backend *b, const struct mafh_clock *c,
 		struct mafh_error *err)
 {
-	struct mafh_op op;
+	const struct mafh_op *op;
 	struct mafh_op_result res;
-	char refusal[1024];
+	enum mafh_op_kind kind;
 	int rc;
 
 	rc = mafh_run_next_op(run, clock_now(c), &op);
 	if (rc != 0)
 		return mafh__error_set(err, rc, "the run could not hand out its next operation");
-	if (op.kind == MAFH_OP_DONE)
+	kind = op->kind;
+	if (kind == MAFH_OP_DONE)
 		return 0;
-	mafh_op_result_init(&res, op.kind);
-	switch (op.kind) {
+	mafh_op_result_init(&res, kind);
+	switch (kind) {
 	case MAFH_OP_EXEC:
-		res.error = mafh_backend_exec(b, op.argv, op.timeout_ms, op.out_cap, &res.exec,
-					      &res.detail);
+		res.error = mafh_backend_exec(b, op->argv, op->timeout_ms, op->out_cap,
+					      &res.exec, &res.detail);
 		break;
 	case MAFH_OP_READ:
-		res.error = mafh_backend_read_file(b, op.path, op.cap, &res.read, &res.detail);
+		res.error = mafh_backend_read_file(b, op->path, op->cap, &res.read, &res.detail);
 		break;
 	case MAFH_OP_WRITE:
-		res.error = mafh_backend_write_file_reusing(b, op.path, mafh_run_write_donor(run),
-							    op.data, op.len, &res.detail);
+		res.error = mafh_backend_write_file(b, op->path, op->data, op->len, op->replaces,
+						    &res.detail);
 		break;
 	case MAFH_OP_STAT:
-		res.error = mafh_backend_stat(b, op.path, &res.stat, &res.detail);
+		res.error = mafh_backend_stat(b, op->path, &res.stat, &res.detail);
 		break;
 	case MAFH_OP_WAIT_UNTIL:
-		wait_until(run, b, c, op.until_ms);
+		wait_until(run, b, c, op);
 		break;
 	case MAFH_OP_CALL:
-		run_call(&op, &res, refusal, sizeof(refusal));
+		mafh_run_call_tool(run, op, &res);
 		break;
 	case MAFH_OP_DONE:
 		break;
@@ -134,7 +128,7 @@ static int step(struct mafh_run *run, struct mafh_backend *b, const struct mafh_
 	mafh_read_result_clear(&res.read);
 	if (rc != 0)
 		return mafh__error_set(err, rc, "the run did not take the result of its %s",
-				       mafh_op_kind_name(op.kind));
+				       mafh_op_kind_name(kind));
 	return 1;
 }
 

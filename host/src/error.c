@@ -37,9 +37,21 @@ const char *mafh_strerror(int code)
 		return "stopped";
 	case MAFH_ELAUNCH:
 		return "launch failed";
-	default:
-		return "unknown error";
 	}
+	/* Any other errno a backend passed through, in the C library's words; the strings of
+	 * strerrordesc_np are static and never rewritten, unlike strerror's. */
+	if (code < 0 && code > -4096) {
+		const char *s = strerrordesc_np(-code);
+
+		if (s)
+			return s;
+	}
+	return "unknown error";
+}
+
+const char *mafh_version(void)
+{
+	return MAFH_VERSION;
 }
 
 int mafh__error_set(struct mafh_error *err, int code, const char *fmt, ...)

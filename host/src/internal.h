@@ -40,9 +40,24 @@ struct mafh_registry {
 
 /* The registered tool of that name, or NULL. */
 const struct mafh__tool *mafh__registry_find(const struct mafh_registry *reg, const char *name);
+/* mafh_registry_check_args over an already parsed tree (borrowed). */
+int mafh__registry_check_tree(const struct mafh_registry *reg, const char *name,
+			      const cJSON *args, struct mafh_error *err);
+
+/* What a tool callback answered (mafh_reply_*): owned strings, freed by mafh__reply_clear. */
+struct mafh_reply {
+	char *value;
+	size_t value_len;
+	char *refusal;
+	char *note;
+	size_t note_len;
+};
+void mafh__reply_clear(struct mafh_reply *r);
 
 /* The backend a run was made with (NULL for a sans-I/O run). */
 struct mafh_backend *mafh__run_backend(const struct mafh_run *run);
+/* The run's reply for its outstanding CALL op, or NULL when op is not that op. */
+struct mafh_reply *mafh__run_reply(struct mafh_run *run, const struct mafh_op *op);
 /* 1 once mafh_run_stop was called. */
 int mafh__run_stop_requested(const struct mafh_run *run);
 

@@ -285,8 +285,8 @@ static int type_matches(const cJSON *v, enum mafh_json_type type)
 
 /* Sentences here go back to the program as refusals: they name the tool and parameter, and
  * quote nothing else the guest wrote beyond a short, printable-checked key. */
-int mafh_registry_check_args(const struct mafh_registry *reg, const char *name,
-			     const cJSON *args, struct mafh_error *err)
+int mafh__registry_check_tree(const struct mafh_registry *reg, const char *name,
+			      const cJSON *args, struct mafh_error *err)
 {
 	const struct mafh__tool *t = mafh__registry_find(reg, name);
 	const cJSON *a;
@@ -335,4 +335,25 @@ int mafh_registry_check_args(const struct mafh_registry *reg, const char *name,
 		}
 	}
 	return 0;
+}
+
+int mafh_registry_check_args(const struct mafh_registry *reg, const char *name,
+			     const char *args_json, size_t len, struct mafh_error *err)
+{
+	cJSON *args;
+	int rc;
+
+	if (!reg || !name || (!args_json && len))
+		return mafh__error_set(err, MAFH_EINVAL, "checking arguments needs a registry, a "
+				       "tool name and the arguments' text");
+	if (!mafh__registry_find(reg, name))
+		return mafh__error_set(err, MAFH_ENOENT, "there is no host tool named '%.128s'",
+				       name);
+	args = mafp_json_parse(args_json ? args_json : "", len, len);
+	if (!args)
+		return mafh__error_set(err, MAFH_EINVAL, "the arguments of '%s' are not one JSON "
+				       "value", name);
+	rc = mafh__registry_check_tree(reg, name, args, err);
+	cJSON_Delete(args);
+	return rc;
 }

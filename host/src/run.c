@@ -82,6 +82,10 @@ struct mafh_run {
 	int64_t poll_min_ms, poll_max_ms, wait_slice_ms, exec_timeout_ms;
 
 	/* The outstanding op and what it borrows from the run. */
+	struct mafh_op op;
+	struct mafh_call call;
+	char *call_text;                /* the CALL's arguments as JSON text, owned */
+	struct mafh_reply reply;        /* mafh_run_call_tool's answer, until the CALL's result */
 	enum phase phase;
 	enum pending pending;
 	int64_t op_started_ms;
@@ -90,8 +94,8 @@ struct mafh_run {
 	char path[PATH_BUF];
 	char *wbuf;                     /* WRITE data, owned */
 	size_t wlen;
-	/* The request file read whole for donor_id, which its response may reuse
-	 * (mafh_run_write_donor); donor_id 0: none. */
+	/* The request file read whole for donor_id, which its response may replace
+	 * (op.replaces); donor_id 0: none. */
 	char donor[PATH_BUF];
 	long donor_id;
 
@@ -120,7 +124,6 @@ struct mafh_run {
 	/* Files transport over MAFH_CAP_WAIT_CHANGE: a WAIT_UNTIL names the files it waits for
 	 * and the driver ends it when one may have appeared, so there is no poll delay. */
 	int wait_files;                 /* the next WAIT_UNTIL waits for files, not time */
-	int wait_target;                /* the outstanding WAIT_UNTIL has a wait target */
 	char wait_dir[PATH_BUF];
 	char wait_request[48];          /* host_tool_calls/NNNN.request.json */
 	const char *wait_names[3];
@@ -508,6 +511,8 @@ void mafh_run_free(struct mafh_run *run)
 	free(run->landlock);
 	free(run->wbuf);
 	cJSON_Delete(run->call_args);
+	free(run->call_text);
+	mafh__reply_clear(&run->reply);
 	free(run->output);
 	free(run);
 }
@@ -761,7 +766,7 @@ static void take_request(struct mafh_run *run, const char *buf, size_t len)
 		refuse(run, why);
 		return;
 	}
-	if (mafh_registry_check_args(run->reg, req.name, req.arguments, &e) != 0) {
+	if (mafh__registry_check_tree(run->reg, req.name, req.arguments, &e) != 0) {
 		mafp_request_clear(&req);
 		refuse(run, e.message);
 		return;
@@ -778,34 +783,45 @@ static void take_request(struct mafh_run *run, const char *buf, size_t len)
 static void take_call_result(struct mafh_run *run, const struct mafh_op_result *res)
 {
 	char sentence[REFUSAL_MAX];
-	cJSON *value = res->value;
+	cJSON *value;
 	char *text;
 
 	cJSON_Delete(run->call_args);
 	run->call_args = NULL;
+	free(run->call_text);
+	run->call_text = NULL;
 	run->have_call = 0;
-	if (res->error || res->call_rc < 0) {
-		int code = res->error ? res->error : res->call_rc;
-
+	if (res->error) {
 		snprintf(sentence, sizeof(sentence), "the host tool '%s' failed: %s%s%s",
-			 run->call_tool, mafh_strerror(code), res->detail.message[0] ? ": " : "",
+			 run->call_tool, mafh_strerror(res->error), res->detail.message[0] ? ": " : "",
 			 res->detail.message);
-		cJSON_Delete(value);
 		refuse(run, sentence);
 		return;
 	}
-	if (res->call_rc == MAFH_TOOL_REFUSED) {
-		snprintf(sentence, sizeof(sentence), "%s",
-			 res->refusal && res->refusal[0] ? res->refusal : "the host refused the call");
-		cJSON_Delete(value);
+	if (!res->value) {
+		if (res->refusal && res->refusal[0])
+			snprintf(sentence, sizeof(sentence), "%s", res->refusal);
+		else if (res->refusal)
+			snprintf(sentence, sizeof(sentence), "the host refused the call");
+		else
+			snprintf(sentence, sizeof(sentence), "the host tool '%s' gave no answer",
+				 run->call_tool);
 		refuse(run, sentence);
 		return;
 	}
-	text = mafp_response_encode_value(value);
+	if (res->value_len > run->limits.max_response_bytes) {
+		snprintf(sentence, sizeof(sentence), "the response of host tool '%s' is %zu bytes, "
+			 "more than the cap of %llu bytes", run->call_tool, res->value_len,
+			 (unsigned long long)run->limits.max_response_bytes);
+		refuse(run, sentence);
+		return;
+	}
+	value = mafp_json_parse(res->value, res->value_len, res->value_len);
+	text = value ? mafp_response_encode_value(value) : NULL;
 	cJSON_Delete(value);
 	if (!text) {
-		snprintf(sentence, sizeof(sentence), "the value of host tool '%s' could not be "
-			 "encoded", run->call_tool);
+		snprintf(sentence, sizeof(sentence), "the host tool '%s' answered with something "
+			 "that is not one JSON value", run->call_tool);
 		refuse(run, sentence);
 		return;
 	}
@@ -970,13 +986,26 @@ static int serve_op(struct mafh_run *run, struct mafh_op *op)
 		if (call_path(run, run->next_id, MAFP_SUFFIX_RESPONSE) != 0)
 			goto id_range;
 		op_write(run, op, run->wbuf, run->wlen);
+		if (run->donor_id == run->next_id)
+			op->replaces = run->donor;
 		run->pending = P_WRITE_RESPONSE;
 		return 1;
 	}
 	if (run->have_call) {
+		free(run->call_text);
+		run->call_text = cJSON_PrintUnformatted(run->call_args);
+		if (!run->call_text) {
+			cut_short(run, MAFH_RUN_ERROR);
+			set_run_error(run, MAFH_ENOMEM, "out of memory handing out a call");
+			return 0;
+		}
+		run->call.size = sizeof(run->call);
+		run->call.id = run->next_id;
+		run->call.tool = run->call_tool;
+		run->call.arguments = run->call_text;
+		run->call.arguments_len = strlen(run->call_text);
 		op->kind = MAFH_OP_CALL;
-		op->tool = run->call_tool;
-		op->arguments = run->call_args;
+		op->call = &run->call;
 		op->fn = run->call_fn;
 		op->ud = run->call_ud;
 		run->pending = P_CALL;
@@ -996,7 +1025,8 @@ static int serve_op(struct mafh_run *run, struct mafh_op *op)
 			run->wait_names[0] = run->wait_request;
 			run->wait_names[1] = MAFP_MARKER_EXIT_CODE;
 			run->wait_names[2] = NULL;
-			run->wait_target = 1;
+			op->wait_dir = run->wait_dir;
+			op->wait_names = run->wait_names;
 		}
 		return 1;
 	}
@@ -1044,13 +1074,18 @@ static void finish(struct mafh_run *run)
 	run->result.output = run->output;
 }
 
-int mafh_run_next_op(struct mafh_run *run, int64_t now_ms, struct mafh_op *op)
+int mafh_run_next_op(struct mafh_run *run, int64_t now_ms, const struct mafh_op **opp)
 {
-	if (!run || !op)
+	struct mafh_op *op;
+
+	if (!run || !opp)
 		return MAFH_EINVAL;
 	if (run->pending != P_NONE)
 		return MAFH_EBUSY;
+	op = &run->op;
+	*opp = op;
 	memset(op, 0, sizeof(*op));
+	op->size = sizeof(*op);
 	if (!run->started) {
 		run->started = 1;
 		run->t_start = now_ms;
@@ -1291,11 +1326,8 @@ int mafh_run_op_result(struct mafh_run *run, int64_t now_ms, const struct mafh_o
 	};
 	enum pending p;
 
-	if (!run || !res || run->pending == P_NONE || res->kind != kind_of[run->pending]) {
-		if (res && res->kind == MAFH_OP_CALL)
-			cJSON_Delete(res->value);
+	if (!run || !res || run->pending == P_NONE || res->kind != kind_of[run->pending])
 		return MAFH_EINVAL;
-	}
 	p = run->pending;
 	run->pending = P_NONE;
 	run->now = now_ms;
@@ -1396,6 +1428,7 @@ int mafh_run_op_result(struct mafh_run *run, int64_t now_ms, const struct mafh_o
 		break;
 	case P_CALL:
 		take_call_result(run, res);
+		mafh__reply_clear(&run->reply);
 		break;
 	case P_WRITE_RESPONSE:
 		free(run->wbuf);
@@ -1419,9 +1452,8 @@ int mafh_run_op_result(struct mafh_run *run, int64_t now_ms, const struct mafh_o
 		schedule_after_answer(run);
 		break;
 	case P_SLEEP:
-		if (run->wait_target) {
+		if (run->op.wait_dir) {
 			/* Ended early by a change, or at its end: look now either way. */
-			run->wait_target = 0;
 			run->wait_files = 0;
 			run->next_poll_ms = run->now;
 		}
@@ -1470,28 +1502,9 @@ int mafh_run_op_result(struct mafh_run *run, int64_t now_ms, const struct mafh_o
 	return 0;
 }
 
-int mafh_run_wait_target(const struct mafh_run *run, const char **dir,
-			 const char *const **names)
+struct mafh_reply *mafh__run_reply(struct mafh_run *run, const struct mafh_op *op)
 {
-	if (!run || run->pending != P_SLEEP || !run->wait_target) {
-		if (dir)
-			*dir = NULL;
-		if (names)
-			*names = NULL;
-		return 0;
-	}
-	if (dir)
-		*dir = run->wait_dir;
-	if (names)
-		*names = run->wait_names;
-	return 1;
-}
-
-const char *mafh_run_write_donor(const struct mafh_run *run)
-{
-	if (!run || run->pending != P_WRITE_RESPONSE || run->donor_id != run->next_id)
-		return NULL;
-	return run->donor;
+	return run->pending == P_CALL && op && op->call == &run->call ? &run->reply : NULL;
 }
 
 struct mafh_backend *mafh__run_backend(const struct mafh_run *run)

@@ -14,16 +14,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cJSON.h"
 #include "mafhost.h"
 
-static int echo(const cJSON *args, cJSON **value_out, char *refusal, size_t refusal_size,
-		void *ud)
+static int echo(const struct mafh_call *call, struct mafh_reply *reply, void *ud)
 {
-	(void)refusal;
-	(void)refusal_size;
 	(void)ud;
-	*value_out = cJSON_Duplicate(args, 1);
-	return *value_out ? MAFH_TOOL_VALUE : -ENOMEM;
+	return mafh_reply_value(reply, call->arguments, call->arguments_len);
 }
 
 static void die(const char *what, const char *why)

@@ -44,14 +44,10 @@ static char *copy(const uint8_t *d, size_t n)
 	return s;
 }
 
-static int echo_tool(const cJSON *args, cJSON **value_out, char *refusal, size_t refusal_size,
-		     void *ud)
+static int echo_tool(const struct mafh_call *call, struct mafh_reply *reply, void *ud)
 {
-	(void)refusal;
-	(void)refusal_size;
 	(void)ud;
-	*value_out = cJSON_Duplicate(args, 1);
-	return MAFH_TOOL_VALUE;
+	return mafh_reply_value(reply, call->arguments, call->arguments_len);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -81,7 +77,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (mafh_run_new_sansio(reg, caps, &o, &run, NULL) != 0)
 		abort();
 	for (ops = 0; ops < MAX_OPS; ops++) {
-		struct mafh_op op;
+		const struct mafh_op *op;
 		struct mafh_op_result res;
 		const uint8_t *d = NULL;
 		size_t n = 0;
@@ -89,10 +85,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		if (mafh_run_next_op(run, now, &op) != 0)
 			abort();
-		if (op.kind == MAFH_OP_DONE)
+		if (op->kind == MAFH_OP_DONE)
 			break;
-		mafh_op_result_init(&res, op.kind);
-		switch (op.kind) {
+		mafh_op_result_init(&res, op->kind);
+		switch (op->kind) {
 		case MAFH_OP_EXEC:
 			if (next_record(&in, &sel, &d, &n)) {
 				res.exec.exit_code = sel % 4 == 3 ? 1 : 0;
@@ -113,13 +109,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			}
 			break;
 		case MAFH_OP_WAIT_UNTIL:
-			if (op.until_ms > now)
-				now = op.until_ms;
+			if (op->until_ms > now)
+				now = op->until_ms;
 			break;
 		case MAFH_OP_CALL:
-			res.call_rc = op.fn ? op.fn(op.arguments, &res.value, NULL, 0, op.ud)
-					    : MAFH_TOOL_REFUSED;
-			res.refusal = "no callback";
+			if (mafh_run_call_tool(run, op, &res) != 0)
+				abort();
 			break;
 		default:
 			break;  /* WRITE, STAT: succeed; a stat says absent */

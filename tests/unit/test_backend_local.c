@@ -67,14 +67,14 @@ static void test_write_read(void **state)
 	assert_true(mafh_backend_caps(b) & MAFH_CAP_BLOCKING_EXEC);
 	assert_string_equal(mafh_backend_launcher_path(b), "/bin/true");
 	/* Missing parents are created. */
-	assert_int_equal(mafh_backend_write_file(b, at("a/b/c.txt"), "hello", 5, &err), 0);
+	assert_int_equal(mafh_backend_write_file(b, at("a/b/c.txt"), "hello", 5, NULL, &err), 0);
 	assert_int_equal(mafh_backend_read_file(b, at("a/b/c.txt"), 100, &rr, &err), 0);
 	assert_int_equal(rr.status, MAFH_READ_OK);
 	assert_int_equal(rr.len, 5);
 	assert_memory_equal(rr.data, "hello", 5);
 	mafh_read_result_clear(&rr);
 	/* Replaced whole, and an empty file reads as empty. */
-	assert_int_equal(mafh_backend_write_file(b, at("a/b/c.txt"), "", 0, &err), 0);
+	assert_int_equal(mafh_backend_write_file(b, at("a/b/c.txt"), "", 0, NULL, &err), 0);
 	assert_int_equal(mafh_backend_read_file(b, at("a/b/c.txt"), 100, &rr, &err), 0);
 	assert_int_equal(rr.status, MAFH_READ_OK);
 	assert_int_equal(rr.len, 0);
@@ -85,7 +85,7 @@ static void test_write_read(void **state)
 	assert_int_equal(mafh_backend_read_file(b, at("x/y/none"), 100, &rr, &err), 0);
 	assert_int_equal(rr.status, MAFH_READ_ABSENT);
 	/* The cap. */
-	assert_int_equal(mafh_backend_write_file(b, at("big"), "0123456789", 10, &err), 0);
+	assert_int_equal(mafh_backend_write_file(b, at("big"), "0123456789", 10, NULL, &err), 0);
 	assert_int_equal(mafh_backend_read_file(b, at("big"), 9, &rr, &err), 0);
 	assert_int_equal(rr.status, MAFH_READ_TOO_BIG);
 	assert_null(rr.data);
@@ -102,7 +102,7 @@ static void test_write_read(void **state)
 	assert_int_equal(mafh_backend_stat(b, at("nothing"), &st, &err), 0);
 	assert_false(st.exists);
 	/* Relative paths are refused. */
-	assert_int_equal(mafh_backend_write_file(b, "rel/x", "", 0, &err), MAFH_EINVAL);
+	assert_int_equal(mafh_backend_write_file(b, "rel/x", "", 0, NULL, &err), MAFH_EINVAL);
 	mafh_backend_free(b);
 }
 
@@ -117,14 +117,14 @@ static void test_hostile_files(void **state)
 
 	(void)state;
 	/* A symlink is never followed by a read... */
-	assert_int_equal(mafh_backend_write_file(b, at("secret"), "secret", 6, &err), 0);
+	assert_int_equal(mafh_backend_write_file(b, at("secret"), "secret", 6, NULL, &err), 0);
 	assert_int_equal(symlink(at("secret"), at("link")), 0);
 	assert_int_equal(mafh_backend_read_file(b, at("link"), 100, &rr, &err), 0);
 	assert_int_equal(rr.status, MAFH_READ_NOT_REGULAR);
 	assert_int_equal(mafh_backend_stat(b, at("link"), &st, &err), 0);
 	assert_int_equal(st.type, MAFH_FILE_SYMLINK);
 	/* ...nor by a write: the link itself is replaced, the target untouched. */
-	assert_int_equal(mafh_backend_write_file(b, at("link"), "answer", 6, &err), 0);
+	assert_int_equal(mafh_backend_write_file(b, at("link"), "answer", 6, NULL, &err), 0);
 	fd = open(at("secret"), O_RDONLY);
 	assert_true(fd >= 0);
 	assert_int_equal(read(fd, buf, sizeof(buf)), 6);
@@ -140,13 +140,13 @@ static void test_hostile_files(void **state)
 	assert_int_equal(mafh_backend_read_file(b, at("fifo"), 100, &rr, &err), 0);
 	assert_int_equal(rr.status, MAFH_READ_NOT_REGULAR);
 	/* A write onto a planted directory fails cleanly and leaves no temporary file. */
-	assert_int_not_equal(mafh_backend_write_file(b, at("d"), "x", 1, &err), 0);
+	assert_int_not_equal(mafh_backend_write_file(b, at("d"), "x", 1, NULL, &err), 0);
 	assert_non_null(strstr(err.message, "cannot write"));
 	assert_int_equal(rmdir(at("d")), 0);
 	/* A directory swapped for a symlink: reads and writes through it are refused. */
 	assert_int_equal(mkdir(at("real"), 0755), 0);
 	assert_int_equal(symlink(at("real"), at("via")), 0);
-	assert_int_not_equal(mafh_backend_write_file(b, at("via/f"), "x", 1, &err), 0);
+	assert_int_not_equal(mafh_backend_write_file(b, at("via/f"), "x", 1, NULL, &err), 0);
 	assert_non_null(strstr(err.message, "symlink"));
 	assert_int_not_equal(mafh_backend_read_file(b, at("via/f"), 10, &rr, &err), 0);
 	assert_int_not_equal(access(at("real/f"), F_OK), 0);
@@ -188,83 +188,63 @@ static void test_write_reusing(void **state)
 
 	(void)state;
 	/* A longer donor: written over, cut to the new length, renamed; no new inode. */
-	assert_int_equal(mafh_backend_write_file(b, at("0001.request.json"), "a long request", 14,
-						 &err), 0);
+	assert_int_equal(mafh_backend_write_file(b, at("0001.request.json"), "a long request", 14, NULL, &err), 0);
 	ino = file_at(at("0001.request.json"), buf, sizeof(buf));
-	assert_int_equal(mafh_backend_write_file_reusing(b, at("0001.response.json"),
-							 at("0001.request.json"), "short", 5,
-							 &err), 0);
+	assert_int_equal(mafh_backend_write_file(b, at("0001.response.json"), "short", 5, at("0001.request.json"), &err), 0);
 	assert_int_equal(file_at(at("0001.response.json"), buf, sizeof(buf)), ino);
 	assert_string_equal(buf, "short");
 	assert_int_equal(lstat(at("0001.request.json"), &st), -1);
 	/* A shorter donor grows; a response already there (a planted symlink here) is replaced,
 	 * not followed. */
-	assert_int_equal(mafh_backend_write_file(b, at("secret"), "secret", 6, &err), 0);
+	assert_int_equal(mafh_backend_write_file(b, at("secret"), "secret", 6, NULL, &err), 0);
 	assert_int_equal(symlink(at("secret"), at("0002.response.json")), 0);
-	assert_int_equal(mafh_backend_write_file(b, at("0002.request.json"), "r", 1, &err), 0);
+	assert_int_equal(mafh_backend_write_file(b, at("0002.request.json"), "r", 1, NULL, &err), 0);
 	ino = file_at(at("0002.request.json"), buf, sizeof(buf));
-	assert_int_equal(mafh_backend_write_file_reusing(b, at("0002.response.json"),
-							 at("0002.request.json"), "a longer one",
-							 12, &err), 0);
+	assert_int_equal(mafh_backend_write_file(b, at("0002.response.json"), "a longer one", 12, at("0002.request.json"), &err), 0);
 	assert_int_equal(file_at(at("0002.response.json"), buf, sizeof(buf)), ino);
 	assert_string_equal(buf, "a longer one");
 	assert_file_holds(at("secret"), "secret");
 
 	/* Donors that are not taken: the response is a new file, the donor left as it was. */
 	/* a second link (the other name must keep its bytes)... */
-	assert_int_equal(mafh_backend_write_file(b, at("0003.request.json"), "req3", 4, &err), 0);
+	assert_int_equal(mafh_backend_write_file(b, at("0003.request.json"), "req3", 4, NULL, &err), 0);
 	assert_int_equal(link(at("0003.request.json"), at("kept")), 0);
 	ino = file_at(at("0003.request.json"), buf, sizeof(buf));
-	assert_int_equal(mafh_backend_write_file_reusing(b, at("0003.response.json"),
-							 at("0003.request.json"), "resp3", 5,
-							 &err), 0);
+	assert_int_equal(mafh_backend_write_file(b, at("0003.response.json"), "resp3", 5, at("0003.request.json"), &err), 0);
 	assert_int_not_equal(file_at(at("0003.response.json"), buf, sizeof(buf)), ino);
 	assert_string_equal(buf, "resp3");
 	assert_file_holds(at("kept"), "req3");
 	assert_file_holds(at("0003.request.json"), "req3");
 	/* ...a symlink (its target untouched, the link still there)... */
 	assert_int_equal(symlink(at("secret"), at("0004.request.json")), 0);
-	assert_int_equal(mafh_backend_write_file_reusing(b, at("0004.response.json"),
-							 at("0004.request.json"), "resp4", 5,
-							 &err), 0);
+	assert_int_equal(mafh_backend_write_file(b, at("0004.response.json"), "resp4", 5, at("0004.request.json"), &err), 0);
 	assert_file_holds(at("0004.response.json"), "resp4");
 	assert_file_holds(at("secret"), "secret");
 	assert_int_equal(lstat(at("0004.request.json"), &st), 0);
 	assert_true(S_ISLNK(st.st_mode));
 	/* ...a FIFO (never opened, so never blocking), a missing donor... */
 	assert_int_equal(mkfifo(at("0005.request.json"), 0644), 0);
-	assert_int_equal(mafh_backend_write_file_reusing(b, at("0005.response.json"),
-							 at("0005.request.json"), "resp5", 5,
-							 &err), 0);
+	assert_int_equal(mafh_backend_write_file(b, at("0005.response.json"), "resp5", 5, at("0005.request.json"), &err), 0);
 	assert_file_holds(at("0005.response.json"), "resp5");
 	assert_int_equal(lstat(at("0005.request.json"), &st), 0);
 	assert_true(S_ISFIFO(st.st_mode));
-	assert_int_equal(mafh_backend_write_file_reusing(b, at("0006.response.json"),
-							 at("0006.request.json"), "resp6", 5,
-							 &err), 0);
+	assert_int_equal(mafh_backend_write_file(b, at("0006.response.json"), "resp6", 5, at("0006.request.json"), &err), 0);
 	assert_file_holds(at("0006.response.json"), "resp6");
 	/* ...a donor in another directory, or named as path itself... */
-	assert_int_equal(mafh_backend_write_file(b, at("sub/0007.request.json"), "req7", 4, &err),
+	assert_int_equal(mafh_backend_write_file(b, at("sub/0007.request.json"), "req7", 4, NULL, &err),
 			 0);
-	assert_int_equal(mafh_backend_write_file_reusing(b, at("0007.response.json"),
-							 at("sub/0007.request.json"), "resp7", 5,
-							 &err), 0);
+	assert_int_equal(mafh_backend_write_file(b, at("0007.response.json"), "resp7", 5, at("sub/0007.request.json"), &err), 0);
 	assert_file_holds(at("sub/0007.request.json"), "req7");
-	assert_int_equal(mafh_backend_write_file_reusing(b, at("0007.response.json"),
-							 at("0007.response.json"), "again", 5,
-							 &err), 0);
+	assert_int_equal(mafh_backend_write_file(b, at("0007.response.json"), "again", 5, at("0007.response.json"), &err), 0);
 	assert_file_holds(at("0007.response.json"), "again");
 	/* ...or no donor at all. */
-	assert_int_equal(mafh_backend_write_file_reusing(b, at("0008.response.json"), NULL, "r8", 2,
-							 &err), 0);
+	assert_int_equal(mafh_backend_write_file(b, at("0008.response.json"), "r8", 2, NULL, &err), 0);
 	assert_file_holds(at("0008.response.json"), "r8");
-	/* A backend without the operation (the latency wrapper, as a remote backend) writes
-	 * plainly and leaves the donor alone. */
+	/* A backend that does not reuse files (the latency wrapper, as a remote backend) writes
+	 * plainly and leaves the file to replace alone. */
 	assert_int_equal(mafh_backend_latency_new(local(), 1, &lat), 0);
-	assert_int_equal(mafh_backend_write_file(b, at("0009.request.json"), "req9", 4, &err), 0);
-	assert_int_equal(mafh_backend_write_file_reusing(lat, at("0009.response.json"),
-							 at("0009.request.json"), "resp9", 5,
-							 &err), 0);
+	assert_int_equal(mafh_backend_write_file(b, at("0009.request.json"), "req9", 4, NULL, &err), 0);
+	assert_int_equal(mafh_backend_write_file(lat, at("0009.response.json"), "resp9", 5, at("0009.request.json"), &err), 0);
 	assert_file_holds(at("0009.request.json"), "req9");
 	assert_file_holds(at("0009.response.json"), "resp9");
 	mafh_backend_free(lat);
@@ -513,7 +493,7 @@ static void test_latency(void **state)
 	assert_string_equal(mafh_backend_launcher_path(b), "/bin/true");
 	assert_true((mafh_backend_caps(b) & MAFH_CAPS_REQUIRED) == MAFH_CAPS_REQUIRED);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	assert_int_equal(mafh_backend_write_file(b, at("lat"), "x", 1, NULL), 0);
+	assert_int_equal(mafh_backend_write_file(b, at("lat"), "x", 1, NULL, NULL), 0);
 	assert_int_equal(mafh_backend_read_file(b, at("lat"), 10, &rr, NULL), 0);
 	assert_int_equal(rr.status, MAFH_READ_OK);
 	mafh_read_result_clear(&rr);

@@ -10,6 +10,7 @@
 
 #include <cmocka.h>
 
+#include "cJSON.h"
 #include "mafhost.h"
 
 #define R "/tmp/run"
@@ -24,21 +25,53 @@ struct fixture {
 	struct mafh_run *run;
 	int64_t now;
 	int tool_calls;
+	struct mafh_op last;    /* the op handed out last */
+	int pending;            /* last is outstanding (not a WAIT_UNTIL served by next()) */
 };
 
-static int add_tool(const cJSON *args, cJSON **value_out, char *refusal, size_t refusal_size,
-		    void *ud)
+static int add_tool(const struct mafh_call *call, struct mafh_reply *reply, void *ud)
 {
 	struct fixture *f = ud;
+	cJSON *args = cJSON_ParseWithLength(call->arguments, call->arguments_len);
 	const cJSON *a = cJSON_GetObjectItemCaseSensitive(args, "a");
+	char text[64];
+	double v = a->valuedouble;
 
+	cJSON_Delete(args);
 	f->tool_calls++;
-	if (a->valuedouble < 0) {
-		snprintf(refusal, refusal_size, "a must not be negative");
-		return MAFH_TOOL_REFUSED;
-	}
-	*value_out = cJSON_CreateNumber(a->valuedouble + 1);
-	return MAFH_TOOL_VALUE;
+	if (v < 0)
+		return mafh_reply_refuse(reply, "a must not be negative");
+	snprintf(text, sizeof(text), "%g", v + 1);
+	return mafh_reply_value(reply, text, strlen(text));
+}
+
+/* The file the outstanding WRITE may reuse (op.replaces), as a driver sees it: NULL for any
+ * other op, or when no op is outstanding. */
+static const char *write_donor(const struct fixture *f)
+{
+	return f->pending && f->last.kind == MAFH_OP_WRITE ? f->last.replaces : NULL;
+}
+
+/* mafh_run_next_op into the caller's copy of the op. */
+static int next_op(struct mafh_run *run, int64_t now, struct mafh_op *out)
+{
+	const struct mafh_op *op;
+	int rc = mafh_run_next_op(run, now, &op);
+
+	memset(out, 0, sizeof(*out));
+	if (rc == 0)
+		*out = *op;
+	return rc;
+}
+
+/* The outstanding WAIT_UNTIL's wait target: 1 with dir and names, else 0 and both NULL. */
+static int wait_target(const struct mafh_op *op, const char **dir, const char *const **names)
+{
+	int has = op && op->kind == MAFH_OP_WAIT_UNTIL && op->wait_dir;
+
+	*dir = has ? op->wait_dir : NULL;
+	*names = has ? op->wait_names : NULL;
+	return has;
 }
 
 static void setup_run_caps(struct fixture *f, struct mafh_limits *lim, enum mafh_transport tr,
@@ -81,15 +114,18 @@ static void teardown_run(struct fixture *f)
 /* The next op that is not a WAIT_UNTIL (those are served by moving the fake clock). */
 static struct mafh_op next(struct fixture *f)
 {
-	struct mafh_op op;
+	const struct mafh_op *op;
 	struct mafh_op_result res;
 
 	for (;;) {
 		assert_int_equal(mafh_run_next_op(f->run, f->now, &op), 0);
-		if (op.kind != MAFH_OP_WAIT_UNTIL)
-			return op;
-		assert_true(op.until_ms > f->now);
-		f->now = op.until_ms;
+		assert_int_equal(op->size, sizeof(*op));
+		f->last = *op;
+		f->pending = op->kind != MAFH_OP_DONE;
+		if (op->kind != MAFH_OP_WAIT_UNTIL)
+			return *op;
+		assert_true(op->until_ms > f->now);
+		f->now = op->until_ms;
 		mafh_op_result_init(&res, MAFH_OP_WAIT_UNTIL);
 		assert_int_equal(mafh_run_op_result(f->run, f->now, &res), 0);
 	}
@@ -98,6 +134,7 @@ static struct mafh_op next(struct fixture *f)
 static void give(struct fixture *f, struct mafh_op_result *res)
 {
 	f->now += 1;
+	f->pending = 0;
 	assert_int_equal(mafh_run_op_result(f->run, f->now, res), 0);
 }
 
@@ -137,12 +174,10 @@ static void give_exec(struct fixture *f, int code, const char *out, const char *
 static void give_call(struct fixture *f, const struct mafh_op *op)
 {
 	struct mafh_op_result res;
-	char refusal[256] = "";
 
 	assert_int_equal(op->kind, MAFH_OP_CALL);
 	mafh_op_result_init(&res, MAFH_OP_CALL);
-	res.call_rc = op->fn(op->arguments, &res.value, refusal, sizeof(refusal), op->ud);
-	res.refusal = refusal;
+	assert_int_equal(mafh_run_call_tool(f->run, &f->last, &res), 0);
 	give(f, &res);
 }
 
@@ -246,7 +281,7 @@ static const char *serve(struct fixture *f, long id, const char *body, int expec
 		op = next(f);
 	}
 	if (expect_call) {
-		assert_string_equal(op.tool, "add");
+		assert_string_equal(op.call->tool, "add");
 		give_call(f, &op);
 		op = next(f);
 	} else {
@@ -395,25 +430,25 @@ static void test_write_donor(void **state)
 	(void)state;
 	setup_run(&f, NULL, MAFH_TRANSPORT_FILES, 60000);
 	start(&f);
-	assert_null(mafh_run_write_donor(f.run));
+	assert_null(write_donor(&f));
 	op = next(&f);
 	expect_path(&op, MAFH_OP_READ, CALLS "0001.request.json");
-	assert_null(mafh_run_write_donor(f.run));
+	assert_null(write_donor(&f));
 	give_read(&f, MAFH_READ_OK, req(1, "{\"a\": 1}"));
 	op = next(&f);
-	assert_null(mafh_run_write_donor(f.run));
+	assert_null(write_donor(&f));
 	give_call(&f, &op);
 	op = next(&f);
 	expect_path(&op, MAFH_OP_WRITE, CALLS "0001.response.json");
-	assert_string_equal(mafh_run_write_donor(f.run), CALLS "0001.request.json");
+	assert_string_equal(write_donor(&f), CALLS "0001.request.json");
 	give_write_ok(&f);
-	assert_null(mafh_run_write_donor(f.run));
+	assert_null(write_donor(&f));
 	/* Decoded, then refused (no such argument): the writer was done, so it may be reused. */
 	op = next(&f);
 	give_read(&f, MAFH_READ_OK, req(2, "{\"b\": 1}"));
 	op = next(&f);
 	expect_path(&op, MAFH_OP_WRITE, CALLS "0002.response.json");
-	assert_string_equal(mafh_run_write_donor(f.run), CALLS "0002.request.json");
+	assert_string_equal(write_donor(&f), CALLS "0002.request.json");
 	give_write_ok(&f);
 	/* Torn twice: its writer may still be at it, so the refusal gets a file of its own. */
 	op = next(&f);
@@ -423,14 +458,14 @@ static void test_write_donor(void **state)
 	give_read(&f, MAFH_READ_OK, "{\"id\": \"0003\", \"na");
 	op = next(&f);
 	expect_path(&op, MAFH_OP_WRITE, CALLS "0003.response.json");
-	assert_null(mafh_run_write_donor(f.run));
+	assert_null(write_donor(&f));
 	give_write_ok(&f);
 	/* Too big, or not a regular file: not read whole. */
 	op = next(&f);
 	give_read(&f, MAFH_READ_TOO_BIG, NULL);
 	op = next(&f);
 	expect_path(&op, MAFH_OP_WRITE, CALLS "0004.response.json");
-	assert_null(mafh_run_write_donor(f.run));
+	assert_null(write_donor(&f));
 	give_write_ok(&f);
 	teardown_run(&f);
 
@@ -444,7 +479,7 @@ static void test_write_donor(void **state)
 	give_call(&f, &op);
 	op = next(&f);
 	expect_path(&op, MAFH_OP_WRITE, CALLS "0001.response.json");
-	assert_null(mafh_run_write_donor(f.run));
+	assert_null(write_donor(&f));
 	give_write_ok(&f);
 	teardown_run(&f);
 }
@@ -531,17 +566,6 @@ static void test_budget_spent(void **state)
 	teardown_run(&f);
 }
 
-static int big_tool(const cJSON *args, cJSON **value_out, char *refusal, size_t refusal_size,
-		    void *ud)
-{
-	(void)args;
-	(void)refusal;
-	(void)refusal_size;
-	(void)ud;
-	*value_out = cJSON_CreateString("0123456789012345678901234567890123456789");
-	return MAFH_TOOL_VALUE;
-}
-
 static void test_oversized_response(void **state)
 {
 	struct fixture f;
@@ -559,7 +583,9 @@ static void test_oversized_response(void **state)
 	op = next(&f);
 	assert_int_equal(op.kind, MAFH_OP_CALL);
 	mafh_op_result_init(&res, MAFH_OP_CALL);
-	res.call_rc = big_tool(op.arguments, &res.value, NULL, 0, NULL);
+	/* A tool's value past the cap. */
+	res.value = "\"0123456789012345678901234567890123456789\"";
+	res.value_len = strlen(res.value);
 	give(&f, &res);
 	op = next(&f);
 	expect_path(&op, MAFH_OP_WRITE, CALLS "0001.response.json");
@@ -570,7 +596,7 @@ static void test_oversized_response(void **state)
 	give_read(&f, MAFH_READ_OK, req(2, "{\"a\": 1}"));
 	op = next(&f);
 	mafh_op_result_init(&res, MAFH_OP_CALL);
-	res.call_rc = MAFH_EIO;
+	res.error = MAFH_EIO;
 	give(&f, &res);
 	op = next(&f);
 	assert_non_null(strstr(op.data, "the host tool 'add' failed"));
@@ -633,7 +659,7 @@ static void test_stop_and_busy(void **state)
 	start(&f);
 	op = next(&f);
 	/* One op at a time; a result of the wrong kind is refused. */
-	assert_int_equal(mafh_run_next_op(f.run, f.now, &op2), MAFH_EBUSY);
+	assert_int_equal(next_op(f.run, f.now, &op2), MAFH_EBUSY);
 	mafh_op_result_init(&res, MAFH_OP_WRITE);
 	assert_int_equal(mafh_run_op_result(f.run, f.now, &res), MAFH_EINVAL);
 	give_read(&f, MAFH_READ_ABSENT, NULL);
@@ -892,7 +918,7 @@ static void test_keep_and_argv(void **state)
 	o.transport = MAFH_TRANSPORT_FILES;
 	assert_int_equal(mafh_run_new_sansio(reg, MAFH_CAPS_REQUIRED, &o, &run, NULL), 0);
 	/* No program: no writes, straight to the launcher with the caller's argv. */
-	assert_int_equal(mafh_run_next_op(run, 0, &op), 0);
+	assert_int_equal(next_op(run, 0, &op), 0);
 	assert_int_equal(op.kind, MAFH_OP_EXEC);
 	assert_string_equal(op.argv[0], "maf-launch");
 	{
@@ -908,7 +934,7 @@ static void test_keep_and_argv(void **state)
 	res.exec.exit_code = 126;
 	assert_int_equal(mafh_run_op_result(run, 1, &res), 0);
 	/* keep_run_dir: no reclaim. */
-	assert_int_equal(mafh_run_next_op(run, 2, &op), 0);
+	assert_int_equal(next_op(run, 2, &op), 0);
 	assert_int_equal(op.kind, MAFH_OP_DONE);
 	mafh_run_free(run);
 	mafh_registry_free(reg);
@@ -924,10 +950,10 @@ static int64_t expect_wait_for(struct fixture *f, long id)
 	const char *const *names;
 	char want[64];
 
-	assert_int_equal(mafh_run_next_op(f->run, f->now, &op), 0);
+	assert_int_equal(next_op(f->run, f->now, &op), 0);
 	assert_int_equal(op.kind, MAFH_OP_WAIT_UNTIL);
 	assert_true(op.until_ms > f->now);
-	assert_int_equal(mafh_run_wait_target(f->run, &dir, &names), 1);
+	assert_int_equal(wait_target(&op, &dir, &names), 1);
 	assert_string_equal(dir, R "/host_tools");
 	snprintf(want, sizeof(want), "host_tool_calls/%04ld.request.json", id);
 	assert_string_equal(names[0], want);
@@ -958,7 +984,7 @@ static void test_wait_target(void **state)
 	 * call even where exec may block. */
 	setup_run_caps(&f, NULL, MAFH_TRANSPORT_AUTO, 60000,
 		       MAFH_CAPS_REQUIRED | MAFH_CAP_BLOCKING_EXEC | MAFH_CAP_WAIT_CHANGE);
-	assert_int_equal(mafh_run_wait_target(f.run, &dir, &names), 0);
+	assert_int_equal(wait_target(NULL, &dir, &names), 0);
 	assert_null(dir);
 	assert_null(names);
 	start(&f);
@@ -969,7 +995,7 @@ static void test_wait_target(void **state)
 	assert_true(f.now < until);
 	op = next(&f);
 	expect_path(&op, MAFH_OP_READ, CALLS "0001.request.json");
-	assert_int_equal(mafh_run_wait_target(f.run, &dir, &names), 0);
+	assert_int_equal(wait_target(&op, &dir, &names), 0);
 	give_read(&f, MAFH_READ_OK, req(1, "{\"a\": 1}"));
 	op = next(&f);
 	give_call(&f, &op);
@@ -993,9 +1019,9 @@ static void test_wait_target(void **state)
 	op = next(&f);
 	expect_path(&op, MAFH_OP_READ, CALLS "0002.request.json");
 	give_read(&f, MAFH_READ_OK, "{\"id\": \"0002\", \"na");
-	assert_int_equal(mafh_run_next_op(f.run, f.now, &op), 0);
+	assert_int_equal(next_op(f.run, f.now, &op), 0);
 	assert_int_equal(op.kind, MAFH_OP_WAIT_UNTIL);
-	assert_int_equal(mafh_run_wait_target(f.run, &dir, &names), 0);
+	assert_int_equal(wait_target(&op, &dir, &names), 0);
 	give_wait(&f, op.until_ms);
 	op = next(&f);
 	expect_path(&op, MAFH_OP_READ, CALLS "0002.request.json");
@@ -1023,9 +1049,9 @@ static void test_wait_target(void **state)
 	/* Without the capability a WAIT_UNTIL is a plain sleep: no target. */
 	setup_run(&f, NULL, MAFH_TRANSPORT_FILES, 60000);
 	start(&f);
-	assert_int_equal(mafh_run_next_op(f.run, f.now, &op), 0);
+	assert_int_equal(next_op(f.run, f.now, &op), 0);
 	assert_int_equal(op.kind, MAFH_OP_WAIT_UNTIL);
-	assert_int_equal(mafh_run_wait_target(f.run, &dir, &names), 0);
+	assert_int_equal(wait_target(&op, &dir, &names), 0);
 	teardown_run(&f);
 	/* Explicitly the wait transport: still `maf-launch wait`, capability or not. */
 	setup_run_caps(&f, NULL, MAFH_TRANSPORT_WAIT, 60000,
@@ -1070,11 +1096,12 @@ static int fake_exec(void *ctx, const char *const *argv, int64_t timeout_ms, siz
 }
 
 static int fake_write(void *ctx, const char *path, const void *data, size_t len,
-		      struct mafh_error *err)
+		      const char *replaces, struct mafh_error *err)
 {
 	struct fake *fk = ctx;
 
 	(void)path;
+	(void)replaces;
 	(void)err;
 	fk->now += 5;
 	fk->writes++;

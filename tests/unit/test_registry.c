@@ -13,14 +13,10 @@
 
 #include "mafhost.h"
 
-static int echo_tool(const cJSON *args, cJSON **value_out, char *refusal, size_t refusal_size,
-		     void *ud)
+static int echo_tool(const struct mafh_call *call, struct mafh_reply *reply, void *ud)
 {
-	(void)refusal;
-	(void)refusal_size;
 	(void)ud;
-	*value_out = cJSON_Duplicate(args, 1);
-	return MAFH_TOOL_VALUE;
+	return mafh_reply_value(reply, call->arguments, call->arguments_len);
 }
 
 static struct mafh_tool tool(const char *name, const struct mafh_param *params, size_t n)
@@ -121,13 +117,7 @@ static void test_params_validation(void **state)
 static int check(struct mafh_registry *reg, const char *name, const char *json,
 		 struct mafh_error *err)
 {
-	cJSON *a = cJSON_Parse(json);
-	int rc;
-
-	assert_non_null(a);
-	rc = mafh_registry_check_args(reg, name, a, err);
-	cJSON_Delete(a);
-	return rc;
+	return mafh_registry_check_args(reg, name, json, strlen(json), err);
 }
 
 static void test_check_args(void **state)
