@@ -266,6 +266,17 @@ char *mafp_exit_record_encode(const struct mafp_exit_record *rec)
 	bad |= add_int(o, "output_bytes", rec->output_bytes);
 	bad |= !cJSON_AddBoolToObject(o, "output_truncated", rec->output_truncated);
 	bad |= add_int(o, "calls", rec->calls);
+	if (rec->n_undelivered > 0) {
+		cJSON *ids = cJSON_AddArrayToObject(o, "undelivered");
+		int i;
+
+		bad |= !ids;
+		for (i = 0; ids && i < rec->n_undelivered && i < MAFP_UNDELIVERED_MAX; i++) {
+			cJSON *id = cJSON_CreateNumber((double)rec->undelivered[i]);
+
+			bad |= !id || !cJSON_AddItemToArray(ids, id);
+		}
+	}
 	bad |= !cJSON_AddStringToObject(o, "seccomp", rec->seccomp);
 	bad |= !cJSON_AddStringToObject(o, "landlock", rec->landlock);
 	if (rec->error[0])
@@ -307,6 +318,26 @@ static int get_str(const cJSON *o, const char *key, char *buf, size_t size)
 
 #define INT64_LIMIT ((int64_t)1 << 53)
 
+/* Reads an array of at most MAFP_UNDELIVERED_MAX call ids; absent leaves *n at 0. */
+static int get_ids(const cJSON *o, const char *key, long *ids, int *n)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key), *e;
+
+	*n = 0;
+	if (!v)
+		return 0;
+	if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) > MAFP_UNDELIVERED_MAX)
+		return -1;
+	cJSON_ArrayForEach(e, v) {
+		double d = cJSON_IsNumber(e) ? e->valuedouble : 0;
+
+		if (!(d >= 1 && d <= MAFP_CALL_ID_MAX) || d != (double)(long)d)
+			return -1;
+		ids[(*n)++] = (long)d;
+	}
+	return 0;
+}
+
 int mafp_exit_record_decode(const char *buf, size_t len, struct mafp_exit_record *rec,
 			    const char **why)
 {
@@ -338,6 +369,10 @@ int mafp_exit_record_decode(const char *buf, size_t len, struct mafp_exit_record
 	    get_str(o, "landlock", rec->landlock, sizeof(rec->landlock)) ||
 	    get_str(o, "error", rec->error, sizeof(rec->error))) {
 		*why = "the exit record has a string of the wrong type or too long";
+		goto out;
+	}
+	if (get_ids(o, "undelivered", rec->undelivered, &rec->n_undelivered)) {
+		*why = "the exit record's undelivered is not a list of at most 64 call ids";
 		goto out;
 	}
 	tr = cJSON_GetObjectItemCaseSensitive(o, "output_truncated");

@@ -46,6 +46,7 @@
 #define MAFP_LAUNCH_LINE_MAX 1024   /* bytes in the launcher's JSON line */
 #define MAFP_JSON_DEPTH_MAX 64      /* nesting accepted in any guest-written JSON */
 #define MAFP_TOOL_NAME_MAX 128
+#define MAFP_UNDELIVERED_MAX 64     /* ids in the exit record's "undelivered" */
 
 /* Exit codes of maf-launch (tini/env conventions). */
 #define MAFP_EXIT_USAGE 2
@@ -71,7 +72,11 @@ struct mafp_exit_record {
 	int64_t peak_rss_kb;    /* largest resident set of any process of the run */
 	int64_t output_bytes;   /* bytes the program wrote, including those past the cap */
 	int output_truncated;   /* the output file holds only the first max_output_bytes */
-	int64_t calls;          /* calls relayed through the channel */
+	int64_t calls;          /* answers the channel delivered to a caller */
+	/* Channel calls published as requests whose answer reached no caller: the program
+	 * ended (or the caller left) first. At most MAFP_UNDELIVERED_MAX ids, ascending. */
+	long undelivered[MAFP_UNDELIVERED_MAX];
+	int n_undelivered;
 	char seccomp[32];       /* "default", "default+egress", "off" */
 	char landlock[32];      /* "off", "unsupported", "abi-N" */
 	char error[256];        /* launch_failed: why; else empty */

@@ -59,30 +59,6 @@ static void wait_until(const struct mafh_run *run, struct mafh_backend *b,
 	clock_sleep(run, c, until);
 }
 
-int mafh_run_call_tool(struct mafh_run *run, const struct mafh_op *op,
-		       struct mafh_op_result *res)
-{
-	struct mafh_reply *reply = run ? mafh__run_reply(run, op) : NULL;
-	int rc;
-
-	if (!reply || !res)
-		return MAFH_EINVAL;
-	mafh__reply_clear(reply);
-	if (!op->fn) {
-		res->refusal = "this host serves the tool through no callback";
-		return 0;
-	}
-	rc = op->fn(op->call, reply, op->ud);
-	if (rc < 0)
-		res->error = rc;
-	res->value = reply->value;
-	res->value_len = reply->value_len;
-	res->refusal = reply->refusal;
-	res->note = reply->note;
-	res->note_len = reply->note_len;
-	return 0;
-}
-
 /* Performs one op. Returns 1 if it did, 0 on DONE, or a negative code. */
 static int step(struct mafh_run *run, struct mafh_backend *b, const struct mafh_clock *c,
 		struct mafh_error *err)

@@ -56,8 +56,6 @@ void mafh__reply_clear(struct mafh_reply *r);
 
 /* The backend a run was made with (NULL for a sans-I/O run). */
 struct mafh_backend *mafh__run_backend(const struct mafh_run *run);
-/* The run's reply for its outstanding CALL op, or NULL when op is not that op. */
-struct mafh_reply *mafh__run_reply(struct mafh_run *run, const struct mafh_op *op);
 /* 1 once mafh_run_stop was called. */
 int mafh__run_stop_requested(const struct mafh_run *run);
 

@@ -1,0 +1,268 @@
+/* The sans-I/O core's private pieces: the run itself (core.c is its state machine, run.c
+ * makes and frees it), and the pure functions the state machine calls, each in a file of its
+ * own and unit-tested alone (tests/unit/test_core_parts.c):
+ *   pacing.c           when to look for the next request (files transport)
+ *   launcher_argv.c    the argv of `maf-launch run`, `wait`, `stop`, `reclaim`
+ *   launcher_output.c  what the launcher prints: the launch line, `wait` events
+ *   answer.c           a request's bytes judged, a tool's answer encoded
+ * None of them performs I/O, allocates beyond what it returns, or keeps state of its own. */
+#ifndef MAFHOST_CORE_H
+#define MAFHOST_CORE_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "internal.h"
+
+/* ---- pacing.c ----------------------------------------------------------------------------- */
+
+/* The upstream shim polls for its response every 0.05 s: a request rarely follows an answer
+ * sooner, so the first look after an answer is paced on that gap (then learnt). */
+#define MAFH__SHIM_POLL_MS 50
+
+/* What the files transport has learnt about the program and the backend. */
+struct mafh__pacing {
+	int64_t poll_min_ms, poll_max_ms;
+	double lat_ms;           /* a file operation's latency, smoothed */
+	double gap_ms;           /* answer to next request, learnt */
+	int misses;              /* looks that found nothing since the last activity */
+	int64_t last_answer_ms;  /* 0: no answer yet */
+	int64_t last_activity_ms;
+};
+
+void mafh__pacing_init(struct mafh__pacing *p, int64_t poll_min_ms, int64_t poll_max_ms);
+/* A file operation took took_ms. */
+void mafh__pacing_observe(struct mafh__pacing *p, int64_t took_ms);
+/* The program started at now: when to look first. */
+int64_t mafh__pacing_launched(struct mafh__pacing *p, int64_t now);
+/* A call was answered at now: when to look for the next request. A look that finds nothing
+ * costs a whole backend op, so on a slow backend the first look waits for the gap the
+ * program usually takes, less the time the op takes to reach the guest. */
+int64_t mafh__pacing_answered(struct mafh__pacing *p, int64_t now);
+/* A request was found by a look. */
+void mafh__pacing_found(struct mafh__pacing *p);
+/* A request was stepped over (abandoned): look again at once. */
+void mafh__pacing_stepped(struct mafh__pacing *p);
+/* A look found nothing: 1 if the exit marker is to be looked at now (only on every second
+ * empty look, every third before the first answer: each probe is an op). */
+int mafh__pacing_missed(struct mafh__pacing *p);
+/* When to look again after a look (and maybe a probe) found nothing: an exponential back-off
+ * in proportion to the quiet, paced on the op latency so that idle polling takes a small
+ * share of the backend's time. */
+int64_t mafh__pacing_next_after_miss(struct mafh__pacing *p, int64_t now);
+
+/* ---- launcher_argv.c ---------------------------------------------------------------------- */
+
+#define MAFH__ARGV_MAX 64
+
+/* An argv and the numbers it borrows. */
+struct mafh__argv {
+	const char *v[MAFH__ARGV_MAX + 1];
+	size_t n;
+	char num[4][32];
+	size_t n_num;
+};
+
+/* What `maf-launch run` is given. Strings borrowed; NULL options are left to the launcher. */
+struct mafh__launch_args {
+	const char *launcher, *run_dir;
+	int64_t timeout_ms;            /* the time left to the run */
+	uint64_t max_output_bytes;
+	const char *egress, *seccomp, *landlock;
+	char *const *prog_argv;        /* NULL-terminated */
+};
+
+/* Each fills a with `LAUNCHER SUB --run-dir R ...`; the strings stay borrowed. Returns 0, or
+ * -1 when the argv would not fit (the argv is then cut and must not be used). */
+int mafh__argv_launch(struct mafh__argv *a, const struct mafh__launch_args *la);
+int mafh__argv_wait(struct mafh__argv *a, const char *launcher, const char *run_dir,
+		    long next_id, int64_t slice_ms, uint64_t max_bytes);
+int mafh__argv_stop(struct mafh__argv *a, const char *launcher, const char *run_dir,
+		    int64_t supervisor_pid, const char *timeout_s);
+int mafh__argv_reclaim(struct mafh__argv *a, const char *launcher, const char *run_dir);
+
+/* ---- launcher_output.c -------------------------------------------------------------------- */
+
+/* The first line of guest- or launcher-written text, printable ASCII only, for a sentence. */
+void mafh__first_line(char *dst, size_t size, const char *src, size_t len);
+
+/* The stdout of `maf-launch run`: the launch line (the first line starting with '{') and
+ * whether the launcher itself printed the session line. Returns 0 with *info and *session,
+ * or -1 with a static sentence in *why. */
+int mafh__launch_output_parse(const char *out, size_t len, struct mafp_launch_info *info,
+			      int *session, const char **why);
+
+enum mafh__wait_kind {
+	MAFH__WAIT_BAD,          /* no event line: a protocol error */
+	MAFH__WAIT_TIMEOUT,      /* nothing came within the slice */
+	MAFH__WAIT_EXIT,         /* the exit marker: body is its bytes */
+	MAFH__WAIT_REQUEST,      /* request id: body is its bytes */
+	MAFH__WAIT_OTHER,        /* an event of another name */
+};
+
+/* A `maf-launch wait` event: a JSON header line, then the file's bytes. */
+struct mafh__wait_event {
+	enum mafh__wait_kind kind;
+	long id;                 /* REQUEST: the id, -1 if not a number */
+	int unreadable;          /* "error": not a regular file that could be read */
+	int oversized;           /* "oversized": larger than --max-bytes */
+	double size;             /* the size the header gives, -1 if none */
+	const char *body;        /* borrowed from the output */
+	size_t body_len;
+};
+
+/* Parses out[0..len): *ev borrows from out. Returns 0, or -1 for MAFH__WAIT_BAD. */
+int mafh__wait_event_parse(const char *out, size_t len, struct mafh__wait_event *ev);
+/* 1 when the event carries the whole file it names: readable, not oversized, and the size it
+ * gives is the body's length. */
+int mafh__wait_event_whole(const struct mafh__wait_event *ev);
+
+/* ---- answer.c ----------------------------------------------------------------------------- */
+
+#define MAFH__SENTENCE_MAX 2048
+
+enum mafh__verdict {
+	MAFH__REQ_UNREAD,        /* did not decode: maybe torn (sentence says why) */
+	MAFH__REQ_STEP_OVER,     /* {"abandoned": true}: upstream steps over it unanswered */
+	MAFH__REQ_REFUSE,        /* refused before any tool runs: sentence */
+	MAFH__REQ_CALL,          /* a call for tool, args (owned) */
+};
+
+/* A request judged. */
+struct mafh__judged {
+	enum mafh__verdict verdict;
+	char tool[MAFP_TOOL_NAME_MAX + 1];  /* "" when the request named none that decoded */
+	cJSON *args;                        /* CALL: owned by the caller (cJSON_Delete) */
+	const struct mafh__tool *t;         /* CALL: the registered tool */
+	char sentence[256];
+};
+
+/* Judges a request's bytes for id expect_id: decodes, checks the budget (answered so far
+ * against max_calls), the tool and its arguments. */
+void mafh__request_judge(const struct mafh_registry *reg, const struct mafh_limits *lim,
+			 int64_t answered, const char *buf, size_t len, long expect_id,
+			 struct mafh__judged *j);
+
+/* The response text for a tool's result (a CALL op's result): {"value": V} when the tool
+ * gave one JSON value within the caps (max_response_bytes, and the run's total so far
+ * against max_total_response_bytes), else {"refusal": S} with S saying why. Returns the
+ * malloc'd text (NULL: out of memory) and sets *refused; sentence receives the refusal
+ * (empty for a value). */
+char *mafh__answer_encode(const struct mafh_op_result *res, const char *tool,
+			  const struct mafh_limits *lim, uint64_t total_so_far, int *refused,
+			  char *sentence, size_t sentence_size);
+
+/* ---- the run (run.c, core.c) -------------------------------------------------------------- */
+
+/* What the run is doing: each state but SERVE and DONE is one outstanding op of one kind
+ * (core.c's table says which, and what emits and takes it). */
+enum mafh__state {
+	ST_WRITE_PROGRAM,   /* WRITE R/host_tools/program.py */
+	ST_WRITE_SHIM,      /* WRITE R/host_tools/maf_host_tools.py */
+	ST_LAUNCH,          /* EXEC maf-launch run */
+	ST_SERVE,           /* choosing the next serving op (no op outstanding) */
+	ST_LOOK,            /* READ the next request file */
+	ST_PROBE_EXIT,      /* READ program_exit_code */
+	ST_WAIT_EXEC,       /* EXEC maf-launch wait */
+	ST_PAUSE,           /* WAIT_UNTIL the next look */
+	ST_CALL,            /* CALL the tool */
+	ST_ANSWER,          /* WRITE the response file */
+	ST_ENDING,          /* choosing the next ending op (no op outstanding) */
+	ST_OUTPUT,          /* READ program_output.txt */
+	ST_STOP,            /* EXEC maf-launch stop */
+	ST_RECORD,          /* READ program_exit.json */
+	ST_RECLAIM,         /* EXEC maf-launch reclaim */
+	ST_DONE,
+	ST_COUNT
+};
+
+/* A recent answer, kept so that the exit record's undelivered ids can be matched. */
+struct mafh__answered {
+	long id;
+	int refused;
+};
+#define MAFH__RECENT 128
+
+#define MAFH__ERRORS_MAX 4096
+
+struct mafh_run {
+	struct mafh_registry *reg;
+	struct mafh_backend *backend;   /* borrowed; NULL for a sans-I/O run */
+	struct mafh_limits limits;
+	unsigned caps;
+
+	/* Options, copied. */
+	char *run_dir;
+	char *launcher;
+	char *program;
+	size_t program_len;
+	char **prog_argv;               /* NULL-terminated */
+	char *egress, *seccomp, *landlock;
+	int64_t timeout_ms;
+	enum mafh_transport transport;  /* resolved: FILES or WAIT */
+	int keep_run_dir;
+	int write_shim;
+	int64_t wait_slice_ms, exec_timeout_ms;
+	mafh_event_fn on_event;
+	void *event_ud;
+
+	/* The state, and the op outstanding with what it borrows. */
+	enum mafh__state state;
+	int pending;
+	struct mafh_op op;
+	struct mafh__argv argv;
+	char path[MAFP_RUN_DIR_MAX + 128];
+	char *wbuf;                     /* WRITE data, owned */
+	size_t wlen;
+	int64_t op_started_ms;
+
+	/* Time. */
+	int started;
+	int64_t t_start, deadline, now;
+	struct mafh__pacing pacing;
+	int64_t next_look_ms;           /* files: no look before this */
+	int wait_files;                 /* the next pause waits for files, not just time */
+	char wait_dir[MAFP_RUN_DIR_MAX + 32];
+	char wait_request[48];          /* host_tool_calls/NNNN.request.json */
+	const char *wait_names[3];
+
+	/* Serving request next_id. */
+	long next_id;
+	long torn_retried_id;
+	int probe_exit_next;
+	int wait_used;                  /* a `maf-launch wait` has answered at least once */
+	char replaces[MAFP_RUN_DIR_MAX + 128];  /* the request file read whole, for ANSWER */
+	long replaces_id;               /* 0: none */
+	int64_t request_ms;             /* when the request's bytes arrived */
+	char call_tool[MAFP_TOOL_NAME_MAX + 1];
+	cJSON *call_args;               /* owned while a CALL is due */
+	char *call_text;                /* the CALL's arguments as text, owned */
+	struct mafh_call call;
+	const struct mafh__tool *call_t;
+	struct mafh_reply reply;        /* mafh_run_call_tool's answer, until the CALL's result */
+	int answer_refused;             /* the response in wbuf is a refusal */
+	char answer_sentence[MAFH__SENTENCE_MAX];
+	char *answer_note;              /* the tool's note, owned, for the event */
+	size_t answer_note_len;
+	int64_t answered;               /* responses written: the budget counts these */
+	uint64_t total_response_bytes;
+	struct mafh__answered recent[MAFH__RECENT];
+
+	/* Ending. */
+	int launched;
+	int ending;                     /* the end has begun (status chosen or to be settled) */
+	int cut;                        /* cut short: the output is read before the stop */
+	int output_read, stop_done, record_looked, reclaimed;
+	atomic_int stop_requested;
+
+	struct mafh_run_result result;
+	char *output;
+	char errors[MAFH__ERRORS_MAX];
+	size_t errors_len;
+	int errors_dropped;
+};
+
+/* core.c: the state a new run starts in. */
+void mafh__core_begin(struct mafh_run *run);
+
+#endif

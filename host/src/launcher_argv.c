@@ -1,0 +1,97 @@
+/* The argv of each launcher command the core runs: argv only, never a shell string. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core.h"
+
+static void start(struct mafh__argv *a, const char *launcher, const char *sub,
+		  const char *run_dir)
+{
+	memset(a, 0, sizeof(*a));
+	a->v[a->n++] = launcher;
+	a->v[a->n++] = sub;
+	a->v[a->n++] = "--run-dir";
+	a->v[a->n++] = run_dir;
+}
+
+/* Adds s; past the cap the argv is marked full (n > MAFH__ARGV_MAX) and left cut. */
+static void add(struct mafh__argv *a, const char *s)
+{
+	if (a->n < MAFH__ARGV_MAX)
+		a->v[a->n] = s;
+	a->n++;
+}
+
+static const char *num(struct mafh__argv *a, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static const char *num(struct mafh__argv *a, const char *fmt, ...)
+{
+	va_list ap;
+	char *s = a->num[a->n_num++];
+
+	va_start(ap, fmt);
+	vsnprintf(s, sizeof(a->num[0]), fmt, ap);
+	va_end(ap);
+	return s;
+}
+
+static void option(struct mafh__argv *a, const char *name, const char *value)
+{
+	if (value) {
+		add(a, name);
+		add(a, value);
+	}
+}
+
+static int done(struct mafh__argv *a)
+{
+	if (a->n > MAFH__ARGV_MAX) {
+		a->v[MAFH__ARGV_MAX] = NULL;
+		return -1;
+	}
+	a->v[a->n] = NULL;
+	return 0;
+}
+
+int mafh__argv_launch(struct mafh__argv *a, const struct mafh__launch_args *la)
+{
+	size_t i;
+
+	start(a, la->launcher, "run", la->run_dir);
+	option(a, "--timeout", num(a, "%lld.%03lld", (long long)(la->timeout_ms / 1000),
+				   (long long)(la->timeout_ms % 1000)));
+	option(a, "--max-output-bytes", num(a, "%llu", (unsigned long long)la->max_output_bytes));
+	option(a, "--egress", la->egress);
+	option(a, "--seccomp", la->seccomp);
+	option(a, "--landlock", la->landlock);
+	add(a, "--");
+	for (i = 0; la->prog_argv[i]; i++)
+		add(a, la->prog_argv[i]);
+	return done(a);
+}
+
+int mafh__argv_wait(struct mafh__argv *a, const char *launcher, const char *run_dir,
+		    long next_id, int64_t slice_ms, uint64_t max_bytes)
+{
+	start(a, launcher, "wait", run_dir);
+	option(a, "--next", num(a, "%ld", next_id));
+	option(a, "--timeout-ms", num(a, "%lld", (long long)slice_ms));
+	option(a, "--max-bytes", num(a, "%llu", (unsigned long long)max_bytes));
+	return done(a);
+}
+
+int mafh__argv_stop(struct mafh__argv *a, const char *launcher, const char *run_dir,
+		    int64_t supervisor_pid, const char *timeout_s)
+{
+	start(a, launcher, "stop", run_dir);
+	option(a, "--supervisor-pid", num(a, "%lld", (long long)supervisor_pid));
+	option(a, "--timeout", timeout_s);
+	return done(a);
+}
+
+int mafh__argv_reclaim(struct mafh__argv *a, const char *launcher, const char *run_dir)
+{
+	start(a, launcher, "reclaim", run_dir);
+	return done(a);
+}
