@@ -49,7 +49,9 @@ struct channel {
 	struct spare spares[SPARES];
 	int nspares;
 	unsigned long long accepted;
-	long long answered;
+	long long answered;     /* answers relayed to their caller's connection */
+	long lost[MAFP_UNDELIVERED_MAX];  /* calls whose answer found no caller */
+	int nlost;
 	struct channel_opts opts;
 };
 
@@ -91,22 +93,23 @@ static void conn_flush(struct channel *c, int i)
 }
 
 /* Queues one answer line for connection i; a connection that lets answers pile up past
- * MAFL_CHANNEL_OUTBUF_MAX is dropped. Consumes line. */
-static void conn_send(struct channel *c, int i, char *line)
+ * MAFL_CHANNEL_OUTBUF_MAX is dropped. Consumes line. Returns 0 once queued, -1 when the
+ * answer reached no connection. */
+static int conn_send(struct channel *c, int i, char *line)
 {
 	struct conn *k;
 	size_t len;
 
 	if (i < 0 || c->conns[i].fd < 0 || !line) {
 		free(line);
-		return;
+		return -1;
 	}
 	k = &c->conns[i];
 	len = strlen(line);
 	if (k->out_len - k->out_off + len + 1 > MAFL_CHANNEL_OUTBUF_MAX) {
 		free(line);
 		conn_close(c, i);
-		return;
+		return -1;
 	}
 	if (k->out_off > 0) {
 		memmove(k->out, k->out + k->out_off, k->out_len - k->out_off);
@@ -119,7 +122,7 @@ static void conn_send(struct channel *c, int i, char *line)
 		if (!nb) {
 			free(line);
 			conn_close(c, i);
-			return;
+			return -1;
 		}
 		k->out = nb;
 	}
@@ -128,6 +131,7 @@ static void conn_send(struct channel *c, int i, char *line)
 	k->out_len += len + 1;
 	free(line);
 	conn_flush(c, i);
+	return 0;
 }
 
 /* {"id": ID, "value": V} or {"id": ID, "refusal": S}; id and value are borrowed. */
@@ -159,10 +163,20 @@ out:
 	return out;
 }
 
-static void refuse(struct channel *c, int i, const cJSON *id, const char *sentence)
+/* Answers a call with a refusal; counted when it reaches the caller. Returns as conn_send. */
+static int refuse(struct channel *c, int i, const cJSON *id, const char *sentence)
 {
+	if (conn_send(c, i, answer_line(id, NULL, sentence)) < 0)
+		return -1;
 	c->answered++;
-	conn_send(c, i, answer_line(id, NULL, sentence));
+	return 0;
+}
+
+/* A published call whose answer reached no caller, for the exit record. */
+static void lost(struct channel *c, long n)
+{
+	if (c->nlost < MAFP_UNDELIVERED_MAX)
+		c->lost[c->nlost++] = n;
 }
 
 int channel_parse_call(const char *line, size_t len, cJSON **root, const cJSON **id,
@@ -405,7 +419,8 @@ static void try_complete(struct channel *c, struct call *k)
 
 		snprintf(why, sizeof(why), "the host's response is larger than %u bytes",
 			 MAFL_CHANNEL_RESPONSE_MAX);
-		refuse(c, k->conn, k->id, why);
+		if (refuse(c, k->conn, k->id, why) < 0)
+			lost(c, k->n);
 		goto done;
 	}
 	buf = malloc((size_t)st.st_size + 1);
@@ -426,8 +441,12 @@ static void try_complete(struct channel *c, struct call *k)
 		goto out;	/* grew while we read: not finished yet */
 	if (mafp_response_decode(buf, (size_t)got, MAFL_CHANNEL_RESPONSE_MAX, &resp) < 0)
 		goto out;
-	c->answered++;
-	conn_send(c, k->conn, answer_line(k->id, resp.value, resp.refusal));
+	/* The host answered; the call is served only if its caller is still there to read it
+	 * (the exit record names the others, so the host does not count them). */
+	if (conn_send(c, k->conn, answer_line(k->id, resp.value, resp.refusal)) == 0)
+		c->answered++;
+	else
+		lost(c, k->n);
 	mafp_response_clear(&resp);
 	if (st.st_nlink == 1 && c->nspares < SPARES)
 		c->spares[c->nspares++] = (struct spare){.n = k->n, .dev = (uint64_t)st.st_dev,
@@ -695,6 +714,26 @@ void channel_handle(struct channel *c, const struct pollfd *pf, int n)
 long long channel_calls(const struct channel *c)
 {
 	return c->answered;
+}
+
+static int cmp_long(const void *a, const void *b)
+{
+	long x = *(const long *)a, y = *(const long *)b;
+
+	return (x > y) - (x < y);
+}
+
+int channel_undelivered(const struct channel *c, long *ids, int max)
+{
+	int n = 0, i;
+
+	for (i = 0; i < c->nlost && n < max; i++)
+		ids[n++] = c->lost[i];
+	for (i = 0; i < MAFL_CHANNEL_MAX_INFLIGHT && n < max; i++)
+		if (c->calls[i].n)
+			ids[n++] = c->calls[i].n;
+	qsort(ids, (size_t)n, sizeof(*ids), cmp_long);
+	return n;
 }
 
 void channel_free(struct channel *c)

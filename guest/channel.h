@@ -37,8 +37,12 @@ int channel_open(struct channel **out, int host_tools_fd, const struct channel_o
 int channel_pollfds(struct channel *c, struct pollfd *pf);
 /* Handles the events poll() returned for the entries channel_pollfds filled. */
 void channel_handle(struct channel *c, const struct pollfd *pf, int n);
-/* Calls answered or refused so far. */
+/* Answers (values and refusals) relayed to their caller's connection so far. */
 long long channel_calls(const struct channel *c);
+/* The calls published as requests whose answer reached no caller (the caller had left, or
+ * the answer had not come when the program ended), ascending, at most max into ids. Returns
+ * the count. */
+int channel_undelivered(const struct channel *c, long *ids, int max);
 /* Closes every descriptor; outstanding calls are dropped. NULL is a no-op. */
 void channel_free(struct channel *c);
 

@@ -733,6 +733,7 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 	rec.output_bytes = (int64_t)s.out_bytes;
 	rec.output_truncated = s.out_truncated;
 	rec.calls = channel_calls(ch);
+	rec.n_undelivered = channel_undelivered(ch, rec.undelivered, MAFP_UNDELIVERED_MAX);
 	channel_free(ch);
 	str_copy(rec.seccomp, sizeof(rec.seccomp), mafl_seccomp_name(&o->policy));
 	str_copy(rec.landlock, sizeof(rec.landlock), s.landlock);
