@@ -87,7 +87,8 @@ $(BUILD)/maf-launch: $(GUEST_OBJ)
 $(BUILD)/host-obj/cJSON.o: $(TP_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CJSON_FLAGS) -g -fPIC $(SAN) -c $(TP)/cjson/cJSON.c -o $@
-$(BUILD)/host-obj/%.o: %.c $(TP_STAMP) $(wildcard guest/*.h shared/*.h host/include/*.h host/src/*.h)
+$(BUILD)/host-obj/%.o: %.c $(TP_STAMP) $(wildcard guest/*.h shared/*.h host/include/*.h host/src/*.h \
+	host/backends/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(HOST_CFLAGS) -fPIC -c $< -o $@
 

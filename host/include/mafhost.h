@@ -406,9 +406,10 @@ MAFH_API const char *mafh_run_status_name(enum mafh_run_status s);
 enum mafh_event_kind {
 	MAFH_EVENT_RUN_STARTED,      /* the program runs: pid, supervisor_pid */
 	MAFH_EVENT_CALL_SERVED,      /* a call answered with a value: call_id, tool, duration */
-	/* a call answered with a refusal: call_id, tool (NULL when the request named no
-	 * registered tool), duration, message (the sentence the program gets), detail (the
-	 * tool's note: what it printed, the output that was not JSON, ...) */
+	/* a call answered with a refusal: call_id, tool (the name the request gave, registered
+	 * or not; NULL when the request could not be read), duration, message (the sentence
+	 * the program gets), detail (the tool's note: what it printed, the output that was not
+	 * JSON, ...) */
 	MAFH_EVENT_CALL_REFUSED,
 	/* an answer written that the program never received (it ended first): call_id;
 	 * reported once the exit record says so, after the call's SERVED or REFUSED */

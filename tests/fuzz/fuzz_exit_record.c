@@ -37,8 +37,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    !memchr(rec.seccomp, '\0', sizeof(rec.seccomp)) ||
 	    !memchr(rec.landlock, '\0', sizeof(rec.landlock)) ||
 	    !memchr(rec.error, '\0', sizeof(rec.error)) ||
-	    strcmp(mafp_status_name(rec.status), "unknown") == 0)
+	    strcmp(mafp_status_name(rec.status), "unknown") == 0 || rec.n_undelivered < 0 ||
+	    rec.n_undelivered > MAFP_UNDELIVERED_MAX)
 		abort();
+	for (int i = 0; i < rec.n_undelivered; i++)
+		if (rec.undelivered[i] < 1 || rec.undelivered[i] > MAFP_CALL_ID_MAX)
+			abort();
 	enc = mafp_exit_record_encode(&rec);
 	if (!enc)
 		return 0;
@@ -57,7 +61,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    !same_int(again.output_bytes, rec.output_bytes) || !same_int(again.calls, rec.calls) ||
 	    again.output_truncated != rec.output_truncated ||
 	    strcmp(again.seccomp, rec.seccomp) || strcmp(again.landlock, rec.landlock) ||
-	    strcmp(again.error, rec.error))
+	    strcmp(again.error, rec.error) || again.n_undelivered != rec.n_undelivered ||
+	    memcmp(again.undelivered, rec.undelivered,
+		   (size_t)rec.n_undelivered * sizeof(rec.undelivered[0])))
 		abort();
 	return 0;
 }

@@ -27,7 +27,20 @@ struct fixture {
 	int tool_calls;
 	struct mafh_op last;    /* the op handed out last */
 	int pending;            /* last is outstanding (not a WAIT_UNTIL served by next()) */
+	char events[2048];      /* the run's events, one line each: KIND ID TOOL: MESSAGE */
 };
+
+static void record_event(const struct mafh_event *ev, void *ud)
+{
+	struct fixture *f = ud;
+	size_t n = strlen(f->events);
+
+	assert_int_equal(ev->size, sizeof(*ev));
+	snprintf(f->events + n, sizeof(f->events) - n, "%s %lld %s: %s%s%.*s\n",
+		 mafh_event_kind_name(ev->kind), (long long)ev->call_id,
+		 ev->tool ? ev->tool : "-", ev->message ? ev->message : "",
+		 ev->detail ? " | " : "", (int)ev->detail_len, ev->detail ? ev->detail : "");
+}
 
 static int add_tool(const struct mafh_call *call, struct mafh_reply *reply, void *ud)
 {
@@ -96,6 +109,8 @@ static void setup_run_caps(struct fixture *f, struct mafh_limits *lim, enum mafh
 	o.transport = tr;
 	o.launcher = "/usr/bin/maf-launch";
 	o.timeout_ms = timeout_ms;
+	o.on_event = record_event;
+	o.event_ud = f;
 	assert_int_equal(mafh_run_new_sansio(f->reg, caps, &o, &f->run, &err), 0);
 }
 
@@ -350,6 +365,109 @@ static void test_capabilities_refused(void **state)
 	o.egress = NULL;
 	assert_int_equal(mafh_run_new(reg, NULL, &o, &run, &err), MAFH_EINVAL);
 	mafh_registry_free(reg);
+}
+
+/* What a run tells as it goes: one event per call answered, with the tool, the refusal and
+ * the tool's note; every error; an answer the program never received taken back. */
+static void test_events(void **state)
+{
+	struct fixture f;
+	struct mafh_op op;
+	struct mafh_op_result res;
+	const struct mafh_run_result *r;
+
+	(void)state;
+	setup_run(&f, NULL, MAFH_TRANSPORT_FILES, 60000);
+	start(&f);
+	serve(&f, 1, req(1, "{\"a\": 2}"), 1);
+	/* A tool that refuses and leaves a note for the operator. */
+	op = next(&f);
+	give_read(&f, MAFH_READ_OK, req(2, "{\"a\": 1}"));
+	op = next(&f);
+	assert_int_equal(op.kind, MAFH_OP_CALL);
+	assert_int_equal(op.call->id, 2);
+	assert_string_equal(op.call->arguments, "{\"a\":1}");
+	mafh_op_result_init(&res, MAFH_OP_CALL);
+	res.refusal = "the weather service is down";
+	res.note = "traceback line 1\nline 2";
+	res.note_len = 23;
+	give(&f, &res);
+	op = next(&f);
+	assert_non_null(strstr(op.data, "the weather service is down"));
+	assert_null(strstr(op.data, "traceback"));
+	give_write_ok(&f);
+	/* A request for a tool that is not there, and one too big to read. */
+	serve(&f, 3, "{\"id\": \"0003\", \"name\": \"mul\", \"arguments\": {}}", 0);
+	op = next(&f);
+	give_read(&f, MAFH_READ_TOO_BIG, NULL);
+	op = next(&f);
+	give_write_ok(&f);
+	exit_with(&f, 5, "0");
+	/* The record says the answer to call 4 reached no caller. */
+	op = next(&f);
+	assert_string_equal(op.argv[1], "stop");
+	give_exec(&f, 0, "{\"status\":\"exited\",\"exit_code\":0,\"calls\":3,"
+		  "\"undelivered\":[4,9]}\n", "");
+	op = next(&f);
+	give_read(&f, MAFH_READ_OK, "out");
+	op = next(&f);
+	assert_string_equal(op.argv[1], "reclaim");
+	give_exec(&f, 1, "", "maf-launch reclaim: cannot remove x\n");
+	assert_int_equal(next(&f).kind, MAFH_OP_DONE);
+	r = mafh_run_result(f.run);
+	assert_string_equal(f.events,
+			    "run_started 0 -: \n"
+			    "call_served 1 add: \n"
+			    "call_refused 2 add: the weather service is down | traceback line 1\n"
+			    "line 2\n"
+			    "call_refused 3 mul: there is no host tool named 'mul'\n"
+			    "call_refused 4 -: the request is larger than 1048576 bytes\n"
+			    "call_undelivered 4 -: \n"
+			    "error 0 -: maf-launch reclaim failed (exit code 1): maf-launch reclaim: "
+			    "cannot remove x\n"
+			    "run_ended 0 -: \n");
+	assert_int_equal(r->status, MAFH_RUN_EXITED);
+	/* Four answers written, one of them never received. */
+	assert_int_equal(r->calls, 3);
+	assert_int_equal(r->refusals, 2);
+	assert_int_equal(r->undelivered, 1);
+	assert_int_equal(r->record.undelivered, 2);
+	assert_string_equal(r->errors, "maf-launch reclaim failed (exit code 1): maf-launch "
+			    "reclaim: cannot remove x\n");
+	teardown_run(&f);
+}
+
+/* Every error is kept, in order; the first stays the run's error. */
+static void test_every_error_kept(void **state)
+{
+	struct fixture f;
+	struct mafh_op op;
+
+	(void)state;
+	setup_run(&f, NULL, MAFH_TRANSPORT_FILES, 100);
+	start(&f);
+	f.now += 200;
+	op = next(&f);
+	expect_path(&op, MAFH_OP_READ, R "/host_tools/program_output.txt");
+	give_read(&f, MAFH_READ_TOO_BIG, NULL);
+	op = next(&f);
+	assert_string_equal(op.argv[1], "stop");
+	give_exec(&f, 125, "", "maf-launch stop: the supervisor is gone\n");
+	op = next(&f);
+	expect_path(&op, MAFH_OP_READ, R "/host_tools/program_exit.json");
+	give_read(&f, MAFH_READ_ABSENT, NULL);
+	op = next(&f);
+	assert_string_equal(op.argv[1], "reclaim");
+	give_exec(&f, 0, "", "");
+	assert_int_equal(next(&f).kind, MAFH_OP_DONE);
+	assert_int_equal(mafh_run_result(f.run)->status, MAFH_RUN_TIMEOUT);
+	assert_int_equal(mafh_run_result(f.run)->error.code, MAFH_ETIMEDOUT);
+	assert_string_equal(mafh_run_result(f.run)->errors,
+			    "the run's deadline of 100 ms passed\n"
+			    "the program's output is larger than 1048576 bytes\n"
+			    "maf-launch stop failed (exit code 125): maf-launch stop: the supervisor "
+			    "is gone\n");
+	teardown_run(&f);
 }
 
 static void test_happy_path_files(void **state)
@@ -1218,6 +1336,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_capabilities_refused),
 		cmocka_unit_test(test_happy_path_files),
+		cmocka_unit_test(test_events),
+		cmocka_unit_test(test_every_error_kept),
 		cmocka_unit_test(test_torn_read),
 		cmocka_unit_test(test_bad_requests),
 		cmocka_unit_test(test_write_donor),
