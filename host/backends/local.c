@@ -59,20 +59,6 @@ struct local {
 	struct watch_cache cache;
 };
 
-static int errno_code(int e)
-{
-	switch (e) {
-	case ENOENT:
-		return MAFH_ENOENT;
-	case ENOMEM:
-		return MAFH_ENOMEM;
-	case EINVAL:
-		return MAFH_EINVAL;
-	default:
-		return MAFH_EIO;
-	}
-}
-
 /* ---- paths -------------------------------------------------------------------------------- */
 
 /* Opens the directory holding path's last component, walking every component with
@@ -176,9 +162,11 @@ static int write_fresh(void *ctx, const char *path, const void *data, size_t len
 	int dfd, fd = -1, e, i;
 
 	dfd = open_parent(path, 1, copy, sizeof(copy), &base);
-	if (dfd < 0)
-		return mafh__error_set(err, errno_code(errno), "cannot reach the directory of %s "
-				       "without following a symlink: %s", path, strerror(errno));
+	if (dfd < 0) {
+		e = errno;
+		return mafh__error_set(err, -e, "cannot reach the directory of %s without "
+				       "following a symlink: %s", path, strerror(e));
+	}
 	if (strlen(base) > NAME_MAX - 24) {
 		close(dfd);
 		return mafh__error_set(err, MAFH_EINVAL, "the file name in %s is too long", path);
@@ -198,8 +186,8 @@ static int write_fresh(void *ctx, const char *path, const void *data, size_t len
 	if (fd < 0) {
 		e = errno;
 		close(dfd);
-		return mafh__error_set(err, errno_code(e), "cannot create a temporary file for "
-				       "%s: %s", path, strerror(e));
+		return mafh__error_set(err, -e, "cannot create a temporary file for %s: %s",
+				       path, strerror(e));
 	}
 	while (done < len) {
 		ssize_t n = write(fd, p + done, len - done);
@@ -207,6 +195,7 @@ static int write_fresh(void *ctx, const char *path, const void *data, size_t len
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
+			/* Nothing taken, and no errno to say why: MAFH_EIO. */
 			e = n < 0 ? errno : EIO;
 			goto fail;
 		}
@@ -229,7 +218,7 @@ fail:
 		close(fd);
 	unlinkat(dfd, tmp, 0);
 	close(dfd);
-	return mafh__error_set(err, errno_code(e), "cannot write %s: %s", path, strerror(e));
+	return mafh__error_set(err, -e, "cannot write %s: %s", path, strerror(e));
 }
 
 /* write_file into donor's inode, renamed to path: no new inode (see mafhost.h). donor must
@@ -281,12 +270,13 @@ static int local_read_file(void *ctx, const char *path, size_t cap,
 	memset(res, 0, sizeof(*res));
 	dfd = open_parent(path, 0, copy, sizeof(copy), &base);
 	if (dfd < 0) {
-		if (errno == ENOENT) {
+		e = errno;
+		if (e == ENOENT) {
 			res->status = MAFH_READ_ABSENT;
 			return 0;
 		}
-		return mafh__error_set(err, errno_code(errno), "cannot reach the directory of %s "
-				       "without following a symlink: %s", path, strerror(errno));
+		return mafh__error_set(err, -e, "cannot reach the directory of %s without "
+				       "following a symlink: %s", path, strerror(e));
 	}
 	/* Look before opening: opening a device or FIFO can have effects of its own. */
 	if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0) {
@@ -296,7 +286,7 @@ static int local_read_file(void *ctx, const char *path, size_t cap,
 			res->status = MAFH_READ_ABSENT;
 			return 0;
 		}
-		return mafh__error_set(err, errno_code(e), "cannot stat %s: %s", path, strerror(e));
+		return mafh__error_set(err, -e, "cannot stat %s: %s", path, strerror(e));
 	}
 	if (!S_ISREG(st.st_mode)) {
 		close(dfd);
@@ -317,7 +307,7 @@ static int local_read_file(void *ctx, const char *path, size_t cap,
 			res->status = MAFH_READ_NOT_REGULAR;
 			return 0;
 		}
-		return mafh__error_set(err, errno_code(e), "cannot open %s: %s", path, strerror(e));
+		return mafh__error_set(err, -e, "cannot open %s: %s", path, strerror(e));
 	}
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
@@ -364,8 +354,7 @@ static int local_read_file(void *ctx, const char *path, size_t cap,
 			e = errno;
 			free(buf);
 			close(fd);
-			return mafh__error_set(err, errno_code(e), "cannot read %s: %s", path,
-					       strerror(e));
+			return mafh__error_set(err, -e, "cannot read %s: %s", path, strerror(e));
 		}
 		if (n == 0)
 			break;
@@ -401,17 +390,18 @@ static int local_stat(void *ctx, const char *path, struct mafh_stat *out,
 	memset(out, 0, sizeof(*out));
 	dfd = open_parent(path, 0, copy, sizeof(copy), &base);
 	if (dfd < 0) {
-		if (errno == ENOENT)
+		e = errno;
+		if (e == ENOENT)
 			return 0;
-		return mafh__error_set(err, errno_code(errno), "cannot reach the directory of %s "
-				       "without following a symlink: %s", path, strerror(errno));
+		return mafh__error_set(err, -e, "cannot reach the directory of %s without "
+				       "following a symlink: %s", path, strerror(e));
 	}
 	if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 		e = errno;
 		close(dfd);
 		if (e == ENOENT)
 			return 0;
-		return mafh__error_set(err, errno_code(e), "cannot stat %s: %s", path, strerror(e));
+		return mafh__error_set(err, -e, "cannot stat %s: %s", path, strerror(e));
 	}
 	close(dfd);
 	out->exists = 1;
@@ -1079,7 +1069,7 @@ fail_errno:
 		close(epipe[0]);
 	if (epipe[1] >= 0)
 		close(epipe[1]);
-	return mafh__error_set(err, errno_code(e), "cannot run %s: %s", argv[0], strerror(e));
+	return mafh__error_set(err, -e, "cannot run %s: %s", argv[0], strerror(e));
 }
 
 static void local_destroy(void *ctx)
