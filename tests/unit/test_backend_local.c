@@ -1,4 +1,4 @@
-/* Unit tests for the local backend (host/backends/local.c) and the latency wrapper
+/* Unit tests for the local backend (host/backends/local*.c) and the latency wrapper
  * (host/backends/latency.c), in a temporary directory, and for the backend table checks. */
 #include <errno.h>
 #include <fcntl.h>
