@@ -232,8 +232,10 @@ MAFH_API int mafh_backend_wait_change(struct mafh_backend *b, const char *dir,
  *   read_file: O_NOFOLLOW and O_NONBLOCK, regular files only, capped.
  *   wait_change: inotify on dir and the subdirectories named (kept for the last dir waited
  *     on), or a look every few milliseconds where inotify is unavailable.
- * Caps: all of MAFH_CAP_*. Errors carry the system call's errno. launcher_path is copied
- * (NULL: "maf-launch" through PATH). The caller frees *out with mafh_backend_free. */
+ * Caps: all of MAFH_CAP_*. Errors carry the errno of the system call that failed (a symlink
+ * on the way: ELOOP, or ENOTDIR where the kernel lacks openat2); MAFH_EINVAL a bad argument
+ * (a relative path, a "..", a name too long). launcher_path is copied (NULL: "maf-launch"
+ * through PATH). The caller frees *out with mafh_backend_free. */
 MAFH_API int mafh_backend_local_new(const char *launcher_path, struct mafh_backend **out);
 
 /* A wrapper that sleeps latency_ms before every operation of inner, one operation at a time,

@@ -1,8 +1,9 @@
-/* Unit tests for the local backend (host/backends/local.c) and the latency wrapper
+/* Unit tests for the local backend (host/backends/local*.c) and the latency wrapper
  * (host/backends/latency.c), in a temporary directory, and for the backend table checks. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -142,13 +145,17 @@ static void test_hostile_files(void **state)
 	/* A write onto a planted directory fails cleanly and leaves no temporary file. */
 	assert_int_not_equal(mafh_backend_write_file(b, at("d"), "x", 1, NULL, &err), 0);
 	assert_non_null(strstr(err.message, "cannot write"));
+	assert_int_equal(err.code, -EISDIR);
 	assert_int_equal(rmdir(at("d")), 0);
 	/* A directory swapped for a symlink: reads and writes through it are refused. */
 	assert_int_equal(mkdir(at("real"), 0755), 0);
 	assert_int_equal(symlink(at("real"), at("via")), 0);
 	assert_int_not_equal(mafh_backend_write_file(b, at("via/f"), "x", 1, NULL, &err), 0);
 	assert_non_null(strstr(err.message, "symlink"));
+	/* ELOOP from openat2's RESOLVE_NO_SYMLINKS, ENOTDIR from the walk where it is absent. */
+	assert_true(err.code == -ELOOP || err.code == -ENOTDIR);
 	assert_int_not_equal(mafh_backend_read_file(b, at("via/f"), 10, &rr, &err), 0);
+	assert_true(err.code == -ELOOP || err.code == -ENOTDIR);
 	assert_int_not_equal(access(at("real/f"), F_OK), 0);
 	mafh_backend_free(b);
 }
@@ -300,6 +307,122 @@ static void test_exec(void **state)
 	assert_int_equal(mafh_backend_exec(b, (const char *[]){NULL}, 10, 10, &x, &err),
 			 MAFH_EINVAL);
 	mafh_backend_free(b);
+}
+
+/* ---- errors ------------------------------------------------------------------------------- */
+
+/* A failure returns the errno of the system call that failed, not one catch-all code; what
+ * is not a failure (absence, a file that is not regular, a program's exit) stays a result. */
+static void test_errors_keep_errno(void **state)
+{
+	struct mafh_backend *b = local();
+	struct mafh_read_result rr;
+	struct mafh_exec_result x;
+	struct mafh_stat st;
+	struct mafh_error err = {0};
+	const char *none[] = {"/nonexistent/prog", NULL};
+	const char *noexec[] = {NULL, NULL};
+	char name[251];
+
+	(void)state;
+	/* A path component that is a regular file. */
+	assert_int_equal(mafh_backend_write_file(b, at("file"), "x", 1, NULL, &err), 0);
+	assert_int_equal(mafh_backend_write_file(b, at("file/below"), "x", 1, NULL, &err),
+			 -ENOTDIR);
+	assert_int_equal(err.code, -ENOTDIR);
+	assert_non_null(strstr(err.message, "Not a directory"));
+	assert_string_equal(mafh_strerror(err.code), "Not a directory");
+	assert_int_equal(mafh_backend_read_file(b, at("file/below"), 10, &rr, &err), -ENOTDIR);
+	assert_int_equal(mafh_backend_stat(b, at("file/below"), &st, &err), -ENOTDIR);
+	/* A directory: read as a file it is a status, written over it is EISDIR (rename). */
+	assert_int_equal(mkdir(at("d"), 0755), 0);
+	assert_int_equal(mafh_backend_read_file(b, at("d"), 10, &rr, &err), 0);
+	assert_int_equal(rr.status, MAFH_READ_NOT_REGULAR);
+	assert_int_equal(mafh_backend_write_file(b, at("d"), "x", 1, NULL, &err), -EISDIR);
+	/* Absence is still a status, not ENOENT. */
+	assert_int_equal(mafh_backend_read_file(b, at("none/none"), 10, &rr, &err), 0);
+	assert_int_equal(rr.status, MAFH_READ_ABSENT);
+	assert_int_equal(mafh_backend_stat(b, at("none/none"), &st, &err), 0);
+	assert_false(st.exists);
+	/* Bad arguments stay MAFH_EINVAL: a relative path, a name too long for the temporary
+	 * name, "..". */
+	assert_int_equal(mafh_backend_read_file(b, "rel", 10, &rr, &err), MAFH_EINVAL);
+	assert_int_equal(mafh_backend_stat(b, "rel", &st, &err), MAFH_EINVAL);
+	memset(name, 'n', 250);
+	name[250] = '\0';
+	assert_int_equal(mafh_backend_write_file(b, at(name), "x", 1, NULL, &err), MAFH_EINVAL);
+	assert_non_null(strstr(err.message, "the file name in"));
+	assert_int_equal(mafh_backend_write_file(b, at("d/.."), "x", 1, NULL, &err), MAFH_EINVAL);
+	/* A program that cannot run is an exit code, as env gives it: 127 not found, 126 not
+	 * executable. */
+	assert_int_equal(mafh_backend_exec(b, none, 5000, 10, &x, &err), 0);
+	assert_int_equal(x.exit_code, 127);
+	mafh_exec_result_clear(&x);
+	assert_int_equal(mafh_backend_write_file(b, at("noexec"), "#!/bin/sh\n", 10, NULL, &err),
+			 0);
+	noexec[0] = at("noexec");
+	assert_int_equal(mafh_backend_exec(b, noexec, 5000, 10, &x, &err), 0);
+	assert_int_equal(x.exit_code, 126);
+	assert_non_null(strstr(x.err, "cannot execute"));
+	mafh_exec_result_clear(&x);
+	mafh_backend_free(b);
+}
+
+/* Writes ro/f and then ro/sub/f under dir, where ro is a read-only tmpfs mounted in a child
+ * of its own mount namespace (nothing is left mounted when it ends). Returns the errno the
+ * writes failed with (both must agree), 0 if they did not fail, or -1 where the mount cannot
+ * be made (not root, or no namespaces). */
+static int write_read_only(void)
+{
+	int status;
+	pid_t pid;
+
+	assert_int_equal(mkdir(at("ro"), 0755), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct mafh_backend *b = NULL;
+		int r;
+
+		if (unshare(CLONE_NEWNS) < 0 ||
+		    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+		    mount("tmpfs", at("ro"), "tmpfs", MS_RDONLY, NULL) < 0)
+			_exit(255);
+		if (mafh_backend_local_new(NULL, &b) < 0)
+			_exit(254);
+		r = mafh_backend_write_file(b, at("ro/f"), "x", 1, NULL, NULL);
+		if (r == mafh_backend_write_file(b, at("ro/sub/f"), "x", 1, NULL, NULL))
+			_exit(-r);
+		_exit(253);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_not_equal(WEXITSTATUS(status), 254);
+	assert_int_not_equal(WEXITSTATUS(status), 253);
+	return WEXITSTATUS(status) == 255 ? -1 : WEXITSTATUS(status);
+}
+
+static void test_read_only_dir(void **state)
+{
+	struct mafh_backend *b;
+	struct mafh_error err = {0};
+	int e;
+
+	(void)state;
+	if (geteuid() != 0) {
+		/* Root would pass a mode of 0555; anyone else is refused with EACCES. */
+		b = local();
+		assert_int_equal(mkdir(at("locked"), 0555), 0);
+		assert_int_equal(mafh_backend_write_file(b, at("locked/f"), "x", 1, NULL, &err),
+				 -EACCES);
+		assert_non_null(strstr(err.message, "Permission denied"));
+		mafh_backend_free(b);
+		return;
+	}
+	e = write_read_only();
+	if (e < 0)
+		skip();
+	assert_int_equal(e, EROFS);
 }
 
 /* ---- wait_change -------------------------------------------------------------------------- */
@@ -572,6 +695,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_hostile_files, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_reusing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_exec, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_errors_keep_errno, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_read_only_dir, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_latency, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wait_change, setup, teardown),
 		cmocka_unit_test(test_table_checks),
