@@ -1,4 +1,4 @@
-/* The default seccomp policy (DESIGN.md), built with libseccomp. Denials return an errno so
+/* The default seccomp policy (README.md, `maf-launch run`), built with libseccomp. Denials return an errno so
  * the program sees an ordinary error (PermissionError in Python); a syscall of another
  * architecture kills the process, since nothing legitimate in the sandbox makes one. */
 #include <errno.h>

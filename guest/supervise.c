@@ -173,7 +173,8 @@ struct child_args {
 	const struct cpu_hold *cpus;
 };
 
-/* In the program's process: stdio, session, containment in DESIGN.md's order, exec. */
+/* In the program's process: stdio, session, containment (rlimits, no_new_privs, Landlock,
+ * seccomp, in that order), exec. */
 static __attribute__((noreturn)) void child_exec(const struct child_args *a)
 {
 	const struct run_opts *o = a->o;

@@ -61,7 +61,7 @@ def pid_alive(pid):
 
 
 # The reference the launcher is compared against: maf-sandbox's shell launcher, rebuilt from
-# MAF-TRANSPORT.md.
+# its documented behaviour (shared/PROTOCOL.md).
 REFERENCE = Path(__file__).resolve().parent / "reference" / "run_program.sh"
 PROBES = BUILD / "probes"
 

@@ -1,6 +1,6 @@
 """The launcher's call channel (MAF_HOST_TOOLS_FD) and `maf-launch call`.
 
-The host here is a small file-protocol responder written from MAF-TRANSPORT.md (serving
+The host here is a small file-protocol responder written from shared/PROTOCOL.md (serving
 requests strictly in id order, like upstream's supervisor): the channel must work with any
 supervisor that speaks the legacy files, so nothing of ours stands on the host side.
 """

@@ -1,6 +1,6 @@
 """libmafhost serves an unmodified maf-sandbox guest: a program that writes the legacy
 request files itself, exactly as upstream's shim does (programs/legacy_calls.py, written
-from MAF-TRANSPORT.md, not from our shim)."""
+from shared/PROTOCOL.md, not from our shim)."""
 from conftest import host_run, output_lines
 
 ECHO = ["--tool", "echo=cat", "--param", "echo:x:integer?",

@@ -1,6 +1,6 @@
 """Runs in the sandbox and makes host-tool calls WITHOUT the generated shim: it writes the
-request files itself, exactly as maf-sandbox 0.21's shim does (MAF-TRANSPORT.md, "A
-host-tool call, guest side"), and can also behave like a hostile guest.
+request files itself, exactly as maf-sandbox 0.21's shim does (shared/PROTOCOL.md, "Host-tool calls (upstream)"),
+and can also behave like a hostile guest.
 
     claim:    NNNN.claim with O_CREAT|O_EXCL, the lowest free N from 1, never removed
     publish:  NNNN.request.json.part, renamed to NNNN.request.json

@@ -1,6 +1,6 @@
 #!/bin/sh
-# The reference: maf-sandbox's POSIX-shell launcher (release 0.21), rebuilt from
-# MAF-TRANSPORT.md ("How the shell launcher starts the program"). The integration tests and
+# The reference: maf-sandbox's POSIX-shell launcher (release 0.21), rebuilt from its
+# documented behaviour (shared/PROTOCOL.md, "The shell launcher upstream"). The integration tests and
 # `make bench-launch` compare `maf-launch run` against it; it is not shipped.
 #
 # Usage: sh R/host_tools/run_program.sh [R]
