@@ -304,7 +304,7 @@ static long claim_number(struct channel *c)
 /* Publishes a request in the file of a response already relayed (mafp_call_file_hand_over),
  * so the call makes no new inode. A new file can cost far more than the few system calls
  * this takes: on an ext4 without a journal, the inode allocator steps over every inode
- * freed in the last minute or so, which after a large deletion measured 0.1-0.4 ms a file.
+ * freed in the last minute or so (the README's benchmark section has the figures).
  * Nobody reads a response once it is relayed (the number is ours alone, by the claim). The
  * file must still be the one read (same inode, regular, one link), else it is left alone.
  * Returns 0, or -1 when no spare took the request (the caller then makes a file as

@@ -175,8 +175,8 @@ static int build(const struct mafl_policy *p, scmp_filter_ctx *out)
 	rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
 	/* The syscall number is found by a binary search, not a linear scan. Besides every
 	 * call the program makes, this speeds up the load: the kernel runs the filter once for
-	 * each syscall number to build its allow cache, so a linear filter costs about 2 us an
-	 * instruction at each launch. */
+	 * each syscall number to build its allow cache, so a linear filter's cost grows with its
+	 * length at each launch. */
 	if (rc == 0)
 		rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
 	if (rc < 0)

@@ -45,13 +45,13 @@ long long now_ms(void);
 /* Zeroed memory for what the launch path allocates (the run's environment, the channel),
  * from a static arena while it lasts and from calloc after. A process's first malloc costs
  * more than the allocation: the heap's set-up system calls and a page fault for each new
- * size class, about 80 us of the launch on a VM with shadow paging. What is allocated here
+ * size class, dear where page faults are (a VM with shadow paging). What is allocated here
  * lives for the whole run; mafl_arena_free frees only what calloc gave. */
 void *mafl_arena_calloc(size_t n, size_t size);
 void mafl_arena_free(void *p);
 /* now_ms through the system call rather than the vDSO, for a clock read once on the launch
  * path: a process's first use of the vDSO maps its pages, three page faults that cost far
- * more than one system call (about 45 us of the launch on a VM with shadow paging). */
+ * more than one system call where page faults are dear. */
 long long now_ms_syscall(void);
 
 /* Copies src into dst of size bytes, truncating, always terminated. */
