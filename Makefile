@@ -62,9 +62,9 @@ deps: $(TP_STAMP)
 $(TP_STAMP):
 	bash .ci/third-party $(TP)
 
-$(BUILD)/guest-obj/cJSON.o: $(TP_STAMP)
+$(BUILD)/guest-obj/cJSON.o: $(TP_STAMP) guest/cjson_scan.h
 	@mkdir -p $(dir $@)
-	$(GUEST_CC) $(CJSON_FLAGS) $(GUEST_SMALL) -c $(TP)/cjson/cJSON.c -o $@
+	$(GUEST_CC) $(CJSON_FLAGS) $(GUEST_SMALL) -include guest/cjson_scan.h -c $(TP)/cjson/cJSON.c -o $@
 $(BUILD)/guest-obj/%.o: %.c $(TP_STAMP) $(wildcard guest/*.h shared/*.h)
 	@mkdir -p $(dir $@)
 	$(GUEST_CC) $(GUEST_CFLAGS) -c $< -o $@

@@ -716,13 +716,6 @@ long long channel_calls(const struct channel *c)
 	return c->answered;
 }
 
-static int cmp_long(const void *a, const void *b)
-{
-	long x = *(const long *)a, y = *(const long *)b;
-
-	return (x > y) - (x < y);
-}
-
 int channel_undelivered(const struct channel *c, long *ids, int max)
 {
 	int n = 0, i;
@@ -732,7 +725,15 @@ int channel_undelivered(const struct channel *c, long *ids, int max)
 	for (i = 0; i < MAFL_CHANNEL_MAX_INFLIGHT && n < max; i++)
 		if (c->calls[i].n)
 			ids[n++] = c->calls[i].n;
-	qsort(ids, (size_t)n, sizeof(*ids), cmp_long);
+	/* At most 64: an insertion sort, rather than link qsort into the launcher. */
+	for (i = 1; i < n; i++) {
+		long v = ids[i];
+		int j = i;
+
+		for (; j > 0 && ids[j - 1] > v; j--)
+			ids[j] = ids[j - 1];
+		ids[j] = v;
+	}
 	return n;
 }
 

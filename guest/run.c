@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,21 +55,89 @@ static void usage(FILE *f)
 		"                          (repeatable; without any, every name is passed on)\n"
 		"  --max-calls N           calls the channel passes on before it refuses them\n"
 		"                          itself (default: no limit of its own)\n"
+		"  --user UID[:GID]        run PROGRAM as UID (and GID, default UID); needs a\n"
+		"                          privileged launcher. Default when the launcher is root:\n"
+		"                          an identity of the run's own, 268435456 + the\n"
+		"                          supervisor's pid; otherwise the launcher's own.\n"
+		"                          --user 0 keeps root and its capabilities: only for\n"
+		"                          a program trusted more than the sandbox\n"
+		"  --max-procs N           processes and threads of the run's identity, when it\n"
+		"                          has one of its own (RLIMIT_NPROC; default: 256; 0: none)\n"
+		"  --max-memory BYTES      address space of each process of the run (RLIMIT_AS;\n"
+		"                          suffixes K, M, G; default: 4G; 0: none)\n"
+		"  --writable PATH         a directory or file outside R the program may also\n"
+		"                          write (Landlock; repeatable, at most 16)\n"
 		"  --help                  print this help\n"
 		"\n"
 		"Exit codes: 0 PROGRAM is running, 2 usage, 125 launcher failure, 126 PROGRAM\n"
 		"cannot be executed, 127 PROGRAM not found.\n");
 }
 
+/* UID or UID:GID, each 1 .. 2^32-2 (-1 means "unchanged" to setresuid); or 0 (0:0), which
+ * keeps the launcher's root. */
+static int parse_user(const char *s, long long *uid, long long *gid)
+{
+	char buf[32];
+	const char *colon = strchr(s, ':');
+	unsigned long long u, g;
+
+	if (strlen(s) >= sizeof(buf))
+		return -1;
+	memcpy(buf, s, strlen(s) + 1);
+	if (colon)
+		buf[colon - s] = '\0';
+	if (parse_u64(buf, UINT32_MAX - 1, &u) < 0)
+		return -1;
+	g = u;
+	if (colon && parse_u64(colon + 1, UINT32_MAX - 1, &g) < 0)
+		return -1;
+	if ((u == 0) != (g == 0))
+		return -1;  /* root keeps all of root, or none of it */
+	*uid = (long long)u;
+	*gid = (long long)g;
+	return 0;
+}
+
+/* A byte count with an optional K, M or G (powers of 1024): 0 (none), or at least 16 MiB
+ * (less cannot even load a dynamic program). */
+static int parse_bytes(const char *s, unsigned long long *out)
+{
+	char buf[32];
+	size_t n = strlen(s);
+	unsigned shift = 0;
+	unsigned long long v;
+
+	if (n == 0 || n >= sizeof(buf))
+		return -1;
+	memcpy(buf, s, n + 1);
+	switch (buf[n - 1]) {
+	case 'K': case 'k': shift = 10; break;
+	case 'M': case 'm': shift = 20; break;
+	case 'G': case 'g': shift = 30; break;
+	}
+	if (shift)
+		buf[n - 1] = '\0';
+	if (parse_u64(buf, (1ull << 50) >> shift, &v) < 0)
+		return -1;
+	v <<= shift;
+	if (v != 0 && v < (16ull << 20))
+		return -1;
+	*out = v;
+	return 0;
+}
+
 void run_parse_args(int argc, char **argv, struct run_opts *o)
 {
 	const char *run_dir = NULL, *why;
-	size_t ntools = 0;
+	size_t ntools = 0, nwritable = 0;
 	int i;
 
 	memset(o, 0, sizeof(*o));
 	o->grace_ms = MAFL_DEFAULT_GRACE_MS;
 	o->max_output = MAFL_DEFAULT_MAX_OUTPUT;
+	o->user_uid = o->user_gid = -1;
+	o->max_procs = MAFL_DEFAULT_MAX_PROCS;
+	o->max_memory = MAFL_DEFAULT_MAX_MEMORY;
 	o->policy.seccomp = 1;
 	o->policy.landlock = 1;
 
@@ -112,6 +181,25 @@ void run_parse_args(int argc, char **argv, struct run_opts *o)
 				die(MAFP_EXIT_LAUNCHER, "out of memory");
 			o->tools[ntools++] = (char *)v;
 			o->tools[ntools] = NULL;
+		} else if (opt_take(argc, argv, &i, "--user", &v)) {
+			if (parse_user(v, &o->user_uid, &o->user_gid) < 0)
+				die(MAFP_EXIT_USAGE, "--user takes UID or UID:GID, numbers from 1 to "
+				    "%u, or 0 (root), not '%s'", UINT32_MAX - 1, v);
+		} else if (opt_take(argc, argv, &i, "--max-procs", &v)) {
+			if (parse_u64(v, 1u << 22, &o->max_procs) < 0)
+				die(MAFP_EXIT_USAGE, "--max-procs takes a count up to %u, not '%s'",
+				    1u << 22, v);
+		} else if (opt_take(argc, argv, &i, "--max-memory", &v)) {
+			if (parse_bytes(v, &o->max_memory) < 0)
+				die(MAFP_EXIT_USAGE, "--max-memory takes a byte count (suffixes K, M, "
+				    "G), 0 for none, or at least 16M, not '%s'", v);
+		} else if (opt_take(argc, argv, &i, "--writable", &v)) {
+			if (nwritable == MAFL_WRITABLE_MAX)
+				die(MAFP_EXIT_USAGE, "--writable is given more than %d times",
+				    MAFL_WRITABLE_MAX);
+			if (v[0] != '/')
+				die(MAFP_EXIT_USAGE, "--writable takes an absolute path, not '%s'", v);
+			o->writable[nwritable++] = v;
 		} else if (opt_take(argc, argv, &i, "--max-calls", &v)) {
 			if (parse_u64(v, MAFP_CALL_ID_MAX, &o->max_calls) < 0 || o->max_calls == 0)
 				die(MAFP_EXIT_USAGE, "--max-calls takes a positive count up to %d, "
@@ -174,20 +262,22 @@ static int env_is(const char *entry, const char *name)
 char **run_build_env(char *const *env, const char *run_dir)
 {
 	const char *old_pp = NULL;
-	size_t count = 0, i, out = 0, pplen;
-	char **newenv, *pp, *w;
+	size_t count = 0, i, out = 0, pplen, tlen;
+	char **newenv, *pp, *w, *tmp;
 
 	for (i = 0; env[i]; i++) {
 		count++;
 		if (env_is(env[i], "PYTHONPATH"))
 			old_pp = env[i] + strlen("PYTHONPATH=");
 	}
-	newenv = mafl_arena_calloc(count + 4, sizeof(*newenv));
+	newenv = mafl_arena_calloc(count + 7, sizeof(*newenv));
 	if (!newenv)
 		return NULL;
 	pplen = strlen("PYTHONPATH=") + strlen(run_dir) + strlen("/" MAFP_DIR_HOST_TOOLS) +
 		(old_pp ? strlen(old_pp) + 1 : 0) + 1;
-	pp = mafl_arena_calloc(pplen, 1);
+	/* PYTHONPATH, then TMPDIR, TMP and TEMP, in one allocation (run_free_env). */
+	tlen = strlen(run_dir) + strlen("/" MAFL_DIR_TMP) + 1;
+	pp = mafl_arena_calloc(pplen + 3 * (strlen("TMPDIR=") + tlen), 1);
 	if (!pp) {
 		mafl_arena_free(newenv);
 		return NULL;
@@ -211,12 +301,21 @@ char **run_build_env(char *const *env, const char *run_dir)
 		/* The channel variables of an enclosing run are not this run's. */
 		if (env_is(env[i], "PYTHONPATH") || env_is(env[i], "PYTHONUNBUFFERED") ||
 		    env_is(env[i], "PYTHONNOUSERSITE") || env_is(env[i], "MAF_HOST_TOOLS_FD") ||
-		    env_is(env[i], "MAF_HOST_TOOLS"))
+		    env_is(env[i], "MAF_HOST_TOOLS") || env_is(env[i], "TMPDIR") ||
+		    env_is(env[i], "TMP") || env_is(env[i], "TEMP"))
 			continue;
 		newenv[out++] = env[i];
 	}
 	newenv[out++] = (char *)"PYTHONUNBUFFERED=1";
 	newenv[out++] = (char *)"PYTHONNOUSERSITE=1";
+	/* The run's private temporary directory; the shared ones are not writable (Landlock). */
+	tmp = pp + pplen;
+	for (i = 0; i < 3; i++) {
+		static const char *const names[] = {"TMPDIR", "TMP", "TEMP"};
+
+		newenv[out++] = tmp;
+		tmp += sprintf(tmp, "%s=%s/%s", names[i], run_dir, MAFL_DIR_TMP) + 1;
+	}
 	newenv[out] = NULL;
 	return newenv;
 }

@@ -11,6 +11,23 @@
 
 #define MAFL_DEFAULT_MAX_OUTPUT (64ull << 20)
 #define MAFL_DEFAULT_GRACE_MS 2000
+#define MAFL_DEFAULT_MAX_PROCS 256
+/* AddressSanitizer reserves terabytes of address space, which any RLIMIT_AS refuses: its
+ * builds of the launcher (`make asan`) set no memory limit unless asked. */
+#if defined(__SANITIZE_ADDRESS__)
+#define MAFL_DEFAULT_MAX_MEMORY 0ull
+#else
+#define MAFL_DEFAULT_MAX_MEMORY (4ull << 30)
+#endif
+/* A privileged launcher runs each program under an identity of the run's own: uid and gid
+ * MAFL_RUN_ID_BASE + the supervisor's pid, which no other live run can have (pids are
+ * unique), far above any account or system id. `maf-launch stop` derives it from the pid
+ * it is given, to end a run whose supervisor is gone. */
+#define MAFL_RUN_ID_BASE 0x10000000u
+#define MAFL_RUN_ID_MAX (MAFL_RUN_ID_BASE + 0x400000u)   /* pids are below 2^22 */
+/* The run's private temporary directory, R/tmp: TMPDIR, TMP and TEMP name it. */
+#define MAFL_DIR_TMP "tmp"
+#define MAFL_WRITABLE_MAX 16
 
 struct run_opts {
 	char run_dir[MAFP_RUN_DIR_MAX + 1]; /* without trailing slashes */
@@ -22,6 +39,10 @@ struct run_opts {
 	unsigned long long max_calls;       /* --max-calls; 0: no launcher budget */
 	char **argv;                        /* PROGRAM ARGS..., borrowed from main's argv */
 	char **envp;                        /* the program's environment, built by run.c */
+	long long user_uid, user_gid;       /* --user; -1: the default */
+	unsigned long long max_procs;       /* RLIMIT_NPROC with an own identity; 0: none */
+	unsigned long long max_memory;      /* RLIMIT_AS; 0: none */
+	const char *writable[MAFL_WRITABLE_MAX + 1]; /* --writable, NULL-terminated */
 };
 
 /* What the supervisor tells the launcher through the status pipe, once: the launcher writes
@@ -55,7 +76,7 @@ void run_parse_args(int argc, char **argv, struct run_opts *o);
 
 /* Builds the program's environment from env (NULL-terminated): PYTHONPATH rebuilt with
  * R/host_tools first then only inherited entries that are absolute, canonical and outside
- * R; PYTHONUNBUFFERED=1; PYTHONNOUSERSITE=1. Returns an array from mafl_arena_calloc
+ * R; PYTHONUNBUFFERED=1; PYTHONNOUSERSITE=1; TMPDIR, TMP and TEMP set to R/tmp. Returns an array from mafl_arena_calloc
  * (util.h) whose first entry (PYTHONPATH) is allocated the same way and whose others are
  * env's own strings or constants, or NULL on allocation failure. Free it with
  * run_free_env(). */

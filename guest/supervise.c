@@ -27,6 +27,7 @@
 
 #include "channel.h"
 #include "contain.h"
+#include "identity.h"
 #include "protocol.h"
 #include "run.h"
 #include "spawn.h"
@@ -63,13 +64,18 @@ static void send_report(int fd, int code, const char *fmt, ...)
 	close(fd);
 }
 
-/* Tells the launcher the program runs: the lines for its stdout. */
-static void send_started(int fd, pid_t pid)
+/* Tells the launcher the program runs: the lines for its stdout, with what contains it. */
+static void send_started(int fd, pid_t pid, const struct mafl_identity *id,
+			 const char *landlock)
 {
 	struct launch_report rep;
-	struct mafp_launch_info info = {.pid = pid, .supervisor_pid = getpid(), .session = pid};
+	struct mafp_launch_info info = {.pid = pid, .supervisor_pid = getpid(), .session = pid,
+					.uid = id->uid, .gid = id->gid};
 	int n;
 
+	str_copy(info.identity, sizeof(info.identity),
+		 id->own ? MAFP_IDENTITY_OWN : MAFP_IDENTITY_LAUNCHER);
+	str_copy(info.landlock, sizeof(info.landlock), landlock);
 	memset(&rep, 0, sizeof(rep));
 	n = mafp_launch_info_format(&info, rep.text, sizeof(rep.text));
 	if (n < 0 || (size_t)n + strlen(MAFP_SESSION_LINE) + 3 > sizeof(rep.text)) {
@@ -167,11 +173,93 @@ static int release_cpu(const struct cpu_hold *h)
 
 struct child_args {
 	const struct run_opts *o;
+	const struct mafl_identity *id;
 	int work;               /* R/work */
 	int out_w, msg_w, chan_fd;
 	char **envp;
 	const struct cpu_hold *cpus;
 };
+
+/* The limits of the program's process: no core, and with an identity of the run's own, at
+ * most max_procs processes and threads of it (RLIMIT_NPROC counts per uid: the run's own
+ * count); each process at most max_memory of address space. Its oom_score_adj is the
+ * highest, so that the kernel's OOM killer takes the run's processes before the host's. */
+static int limit_child(const struct run_opts *o, const struct mafl_identity *id,
+		       const char **step)
+{
+	struct rlimit core = {0, 0};
+	int fd;
+
+	*step = "set RLIMIT_CORE";
+	if (setrlimit(RLIMIT_CORE, &core) < 0)
+		return -errno;
+	if (id->own && o->max_procs) {
+		struct rlimit nproc = {o->max_procs, o->max_procs};
+
+		*step = "set RLIMIT_NPROC";
+		if (setrlimit(RLIMIT_NPROC, &nproc) < 0)
+			return -errno;
+	}
+	if (o->max_memory) {
+		struct rlimit as = {o->max_memory, o->max_memory};
+
+		*step = "set RLIMIT_AS";
+		if (setrlimit(RLIMIT_AS, &as) < 0)
+			return -errno;
+	}
+	/* Best effort: a /proc that is not there (a scratch container without one) takes
+	 * nothing from the rest. */
+	fd = openat(AT_FDCWD, "/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		if (write(fd, "1000", 4) < 0) {
+			/* not worth failing the launch */
+		}
+		close(fd);
+	}
+	return 0;
+}
+
+/* execvpe, but a directory of PATH that the program's identity may not search is skipped
+ * as sh skips it: a PATH that names root's private directories (/root/.local/bin) must not
+ * turn "not found" into "permission denied". EACCES is kept only for a file that is there
+ * but cannot be executed. PATH is the program's (envp), as its own execvp would read it. */
+static int exec_search(const char *file, char *const argv[], char *const envp[])
+{
+	const char *path = "/usr/local/bin:/bin:/usr/bin", *p, *z;
+	size_t flen = strlen(file);
+	int eacces = 0, i;
+
+	if (!*file || strchr(file, '/'))
+		return execve(file, argv, envp);
+	for (i = 0; envp[i]; i++)
+		if (strncmp(envp[i], "PATH=", 5) == 0)
+			path = envp[i] + 5;
+	for (p = path;; p = z + 1) {
+		char buf[PATH_MAX];
+		struct stat st;
+		size_t l;
+
+		z = strchr(p, ':');
+		if (!z)
+			z = p + strlen(p);
+		l = (size_t)(z - p);
+		if (l + flen + 2 <= sizeof(buf)) {
+			memcpy(buf, p, l);
+			buf[l] = '/';
+			memcpy(buf + l + (l > 0), file, flen + 1);
+			execve(buf, argv, envp);
+			if (errno == EACCES && stat(buf, &st) == 0)
+				eacces = 1;
+			else if (errno != EACCES && errno != ENOENT && errno != ENOTDIR &&
+				 errno != ELOOP && errno != ENAMETOOLONG)
+				return -1;
+		}
+		if (!*z)
+			break;
+	}
+	errno = eacces ? EACCES : ENOENT;
+	return -1;
+}
 
 /* In the program's process: stdio, session, containment (rlimits, no_new_privs, Landlock,
  * seccomp, in that order), exec. */
@@ -180,9 +268,9 @@ static __attribute__((noreturn)) void child_exec(const struct child_args *a)
 	const struct run_opts *o = a->o;
 	int out_w = a->out_w, msg_fd = a->msg_w, chan_fd = a->chan_fd;
 	char **envp = a->envp;
-	struct rlimit core = {0, 0};
 	struct mafl_policy policy = o->policy;
 	pid_t supervisor = getppid();
+	const char *step = "";
 	sigset_t none;
 	uint64_t ignored;
 	int devnull, i, rc;
@@ -213,10 +301,14 @@ static __attribute__((noreturn)) void child_exec(const struct child_args *a)
 		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, errno, "pass on the call channel");
 	if (fchdir(a->work) < 0)
 		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, errno, "enter the work directory");
-	if (setrlimit(RLIMIT_CORE, &core) < 0)
-		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, errno, "set RLIMIT_CORE");
+	rc = limit_child(o, a->id, &step);
+	if (rc < 0)
+		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, -rc, step);
 	if (setsid() < 0)
 		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, errno, "create a session");
+	rc = mafl_identity_take(a->id, &step);
+	if (rc < 0)
+		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, -rc, step);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, errno, "set no_new_privs");
 	if (o->policy.landlock) {
@@ -229,7 +321,8 @@ static __attribute__((noreturn)) void child_exec(const struct child_args *a)
 		policy.signals_scoped = abi >= MAFL_LANDLOCK_ABI_SCOPE;
 		write_all(msg_fd, &m, sizeof(m));
 	}
-	/* Should the supervisor die anyway (SIGKILL from outside the run), the program goes too. */
+	/* Should the supervisor die anyway (SIGKILL from outside the run), the program goes too.
+	 * Set after the identity is taken: a change of credentials clears it. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
 		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, errno, "tie to the supervisor");
 	if (getppid() != supervisor)
@@ -242,7 +335,7 @@ static __attribute__((noreturn)) void child_exec(const struct child_args *a)
 	rc = mafl_seccomp_load(&policy);
 	if (rc < 0)
 		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, -rc, "load the seccomp filter");
-	execvpe(o->argv[0], o->argv, envp);
+	exec_search(o->argv[0], o->argv, envp);
 	child_fail(msg_fd, errno == ENOENT ? MAFP_EXIT_NOT_FOUND : MAFP_EXIT_CANNOT_EXEC, errno,
 		   "exec");
 }
@@ -257,6 +350,8 @@ static int child_main(void *arg)
 struct sup {
 	const struct run_opts *o;
 	const struct run_dirs *d;
+	struct mafl_identity id;
+	struct mafl_lent_dirs lent;
 	pid_t pid;               /* the program */
 	int out_fd;              /* program_output.txt */
 	int out_r;               /* the read end of the program's stdout/stderr */
@@ -315,6 +410,8 @@ static void reap(struct sup *s)
  * process forked between a scan and the kills is found by the next scan. */
 static void kill_run(struct sup *s)
 {
+	/* With an identity of its own, the run is every process of it, wherever it went. */
+	mafl_identity_sweep(&s->id);
 	for (;;) {
 		int n = mafl_tree_signal(getpid(), SIGKILL);
 
@@ -360,6 +457,9 @@ static void write_markers(struct sup *s, const struct mafp_exit_record *rec)
 	char *json = mafp_exit_record_encode(rec);
 	int n;
 
+	/* The run is over: its directory goes back to its owner before a host may see the
+	 * end (the markers) and clean up. */
+	mafl_identity_take_back(&s->id, s->d, &s->lent);
 	/* The record first, durably: once program_exit_code exists a host may reclaim the run. */
 	if (json) {
 		publish_at(s->d->host_tools, MAFP_FILE_EXIT_RECORD, json, strlen(json), 1);
@@ -585,8 +685,15 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 		if (devnull > 2)
 			close(devnull);
 	}
+	/* Nobody but root may read this process's memory, environment or descriptors through
+	 * /proc or ptrace, even a program that runs as the same uid. */
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGHUP, SIG_IGN);
+	/* Limits set on this process from outside must not kill it: a write past RLIMIT_FSIZE
+	 * fails (and the output is then dropped and recorded), CPU time is not its to count. */
+	signal(SIGXFSZ, SIG_IGN);
+	signal(SIGXCPU, SIG_IGN);
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);
 	sigaddset(&mask, SIGTERM);
@@ -627,12 +734,24 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 		_exit(1);
 	}
 	s.out_r = out_pipe[0];
+	{
+		char why[MAFP_RUN_DIR_MAX + 128];
+
+		if (mafl_identity_choose(o, getpid(), &s.id, why, sizeof(why)) < 0 ||
+		    mafl_identity_lend_dirs(&s.id, d, work, o->run_dir, &s.lent, why,
+					    sizeof(why)) < 0) {
+			mafl_identity_take_back(&s.id, d, &s.lent);
+			send_report(report_fd, MAFP_EXIT_LAUNCHER, "%s", why);
+			_exit(1);
+		}
+	}
 	/* The launch path: nothing before it has used the vDSO (util.h). */
 	s.start_ms = now_ms_syscall();
 	{
 		/* Every descriptor the child should not keep is close-on-exec. */
 		struct cpu_hold cpus;
-		struct child_args a = {o, work, out_pipe[1], msg_pipe[1], chan_fd, envp, &cpus};
+		struct child_args a = {o, &s.id, work, out_pipe[1], msg_pipe[1], chan_fd, envp,
+				       &cpus};
 
 		hold_cpu(&cpus);
 		s.pid = mafl_spawn_vfork(child_main, &a);
@@ -640,8 +759,11 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 			release_cpu(&cpus);
 	}
 	if (s.pid < 0) {
+		int e = errno;
+
+		mafl_identity_take_back(&s.id, d, &s.lent);
 		send_report(report_fd, MAFP_EXIT_LAUNCHER, "cannot start the program's process: %s",
-			    strerror(errno));
+			    strerror(e));
 		_exit(1);
 	}
 	close(chan_fd);
@@ -659,7 +781,7 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 	}
 	close(msg_pipe[0]);
 	publish_pid_markers(&s, report_fd);
-	send_started(report_fd, s.pid);
+	send_started(report_fd, s.pid, &s.id, s.landlock);
 	if (o->timeout_ms > 0)
 		arm(tfd, o->timeout_ms);
 	fcntl(s.out_r, F_SETFL, O_NONBLOCK);

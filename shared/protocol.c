@@ -397,10 +397,23 @@ char *mafp_launch_info_encode(const struct mafp_launch_info *info)
 	if (!o)
 		return NULL;
 	if (!add_int(o, "pid", info->pid) && !add_int(o, "supervisor_pid", info->supervisor_pid) &&
-	    !add_int(o, "session", info->session))
+	    !add_int(o, "session", info->session) &&
+	    (!info->identity[0] ||
+	     (!add_int(o, "uid", info->uid) && !add_int(o, "gid", info->gid) &&
+	      cJSON_AddStringToObject(o, "identity", info->identity) &&
+	      cJSON_AddStringToObject(o, "landlock", info->landlock))))
 		out = cJSON_PrintUnformatted(o);
 	cJSON_Delete(o);
 	return out;
+}
+
+/* A word of letters, digits and '-', that JSON needs no escape for. */
+static int plain_word(const char *s)
+{
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '-'))
+			return 0;
+	return 1;
 }
 
 int mafp_launch_info_format(const struct mafp_launch_info *info, char *buf, size_t size)
@@ -410,9 +423,22 @@ int mafp_launch_info_format(const struct mafp_launch_info *info, char *buf, size
 	if (info->pid < 0 || info->pid > INT32_MAX || info->supervisor_pid < 0 ||
 	    info->supervisor_pid > INT32_MAX || info->session < 0 || info->session > INT32_MAX)
 		return -1;
-	/* cJSON_PrintUnformatted's output for the same object (test_protocol checks it). */
-	n = snprintf(buf, size, "{\"pid\":%d,\"supervisor_pid\":%d,\"session\":%d}",
-		     (int)info->pid, (int)info->supervisor_pid, (int)info->session);
+	/* cJSON_PrintUnformatted's output for the same object (test_protocol checks it). The
+	 * strings are the launcher's own words, never escaped. */
+	if (!info->identity[0]) {
+		n = snprintf(buf, size, "{\"pid\":%d,\"supervisor_pid\":%d,\"session\":%d}",
+			     (int)info->pid, (int)info->supervisor_pid, (int)info->session);
+	} else {
+		if (info->uid < 0 || info->uid > UINT32_MAX || info->gid < 0 ||
+		    info->gid > UINT32_MAX || !plain_word(info->identity) ||
+		    !plain_word(info->landlock))
+			return -1;
+		n = snprintf(buf, size, "{\"pid\":%d,\"supervisor_pid\":%d,\"session\":%d,"
+			     "\"uid\":%lld,\"gid\":%lld,\"identity\":\"%s\",\"landlock\":\"%s\"}",
+			     (int)info->pid, (int)info->supervisor_pid, (int)info->session,
+			     (long long)info->uid, (long long)info->gid, info->identity,
+			     info->landlock);
+	}
 	return n < 0 || (size_t)n >= size ? -1 : n;
 }
 
@@ -433,6 +459,13 @@ int mafp_launch_info_decode(const char *buf, size_t len, struct mafp_launch_info
 	    get_int(o, "supervisor_pid", 1, INT32_MAX, &info->supervisor_pid) ||
 	    get_int(o, "session", 0, INT32_MAX, &info->session)) {
 		*why = "the launch line lacks a valid pid or supervisor_pid";
+		goto out;
+	}
+	if (get_str(o, "identity", info->identity, sizeof(info->identity)) ||
+	    get_str(o, "landlock", info->landlock, sizeof(info->landlock)) ||
+	    get_int(o, "uid", 0, UINT32_MAX, &info->uid) ||
+	    get_int(o, "gid", 0, UINT32_MAX, &info->gid)) {
+		*why = "the launch line has a containment field of the wrong type";
 		goto out;
 	}
 	rc = 0;

@@ -87,7 +87,16 @@ struct mafp_launch_info {
 	int64_t pid;            /* the program */
 	int64_t supervisor_pid; /* the maf-launch process that stays with it */
 	int64_t session;        /* the session the program leads (its pid) */
+	/* What contains the program, as the launcher saw it applied (absent from the line of
+	 * an older launcher: identity empty). The host trusts these, not the exit record: the
+	 * record is a file, the line comes over the launcher's own stdout. */
+	char identity[16];      /* "own": an identity of the run's own; "launcher": the
+				 * launcher's (it was not privileged); "" unknown */
+	int64_t uid, gid;       /* the program's */
+	char landlock[32];      /* "abi-N", "unsupported", "failed", "off" */
 };
+#define MAFP_IDENTITY_OWN "own"
+#define MAFP_IDENTITY_LAUNCHER "launcher"
 
 /* 0 if R is a usable run directory name (absolute, no ':' nor '\\', no NUL, not "/", at
  * most MAFP_RUN_DIR_MAX bytes, no "." or ".." component); else -1 and *why is a static

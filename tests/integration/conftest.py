@@ -1,15 +1,59 @@
 """Shared fixtures for the integration tests: they run the real binaries from the build."""
+import atexit
 import json
 import os
+import shutil
+import stat
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
-BUILD = Path(os.environ.get("MAF_BUILD", Path(__file__).resolve().parents[2] / "build"))
-LAUNCHER = BUILD / "maf-launch"
+BUILD_TREE = Path(os.environ.get("MAF_BUILD", Path(__file__).resolve().parents[2] / "build"))
 HOST_TOOLS = "host_tools"
+
+
+def _open_to_all(path):
+    """True if every directory from / down to path lets any user pass."""
+    p = Path(path).resolve()
+    for d in [p, *p.parents]:
+        if not os.stat(d).st_mode & stat.S_IXOTH:
+            return False
+    return True
+
+
+def _public_build():
+    """The binaries the tests run, where any user may reach them. A program run by a
+    privileged launcher takes an identity of its own, which must be able to exec what a test
+    hands it (maf-launch call, the probes); a build tree in a clone under a private home
+    (mode 0700) is out of its reach, so it is copied once to a directory any user may pass."""
+    if _open_to_all(BUILD_TREE):
+        return BUILD_TREE
+    pub = Path(tempfile.mkdtemp(prefix="maf-test-build-"))
+    pub.chmod(0o755)
+    for name in ("maf-launch", "maf-host"):
+        if (BUILD_TREE / name).exists():
+            shutil.copy2(BUILD_TREE / name, pub / name)
+    if (BUILD_TREE / "probes").is_dir():
+        shutil.copytree(BUILD_TREE / "probes", pub / "probes")
+    atexit.register(shutil.rmtree, pub, ignore_errors=True)
+    return pub
+
+
+BUILD = _public_build()
+LAUNCHER = BUILD / "maf-launch"
+
+
+@pytest.fixture(autouse=True)
+def _run_dirs_open_to_the_run(tmp_path):
+    """pytest makes its temporary directories 0700; a run's directory must let the run's own
+    identity pass on the way down (the launcher refuses otherwise), as /tmp does."""
+    for d in (tmp_path, tmp_path.parent, tmp_path.parent.parent):
+        if d.owner() == "root" and str(d).startswith(tempfile.gettempdir()):
+            d.chmod(d.stat().st_mode | 0o011)
+    yield
 
 
 @pytest.fixture

@@ -245,8 +245,10 @@ def test_legacy_files_and_the_channel_share_the_numbering(run_dir):
 def test_claims_are_empty_files_even_when_the_program_meddles_with_them(run_dir):
     # The launcher's claims are empty regular files, as upstream's shim makes them. After its
     # first, each is a hard link to its last one made as a file; the program removing that
-    # file, or putting a directory in its place, costs nothing but a fresh file.
-    rec, out, r = run_served(run_dir, py(
+    # file, or putting a directory in its place, costs nothing but a fresh file. (Under an
+    # identity of its own the program cannot touch the launcher's claims at all; with the
+    # launcher's identity, as an unprivileged launcher gives it, it can.)
+    rec, out, r = run_served(run_dir, opts=("--user", "0"), program=py(
         'd = os.path.join(os.environ["PYTHONPATH"].split(":")[0], "host_tool_calls")\n'
         'vals = [call("add", a=i, b=1)["value"] for i in range(3)]\n'
         'os.unlink(os.path.join(d, "0001.claim"))\n'

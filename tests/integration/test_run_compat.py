@@ -19,6 +19,10 @@ from conftest import HOST_TOOLS, LAUNCHER, exit_record, launch, launch_info, run
 SESSION_LINE = "maf-host-tools: session"
 # Files only we write; everything else must match upstream's set exactly.
 ADDITIVE = {"program_exit.json"}
+# Made by the launcher for the program before it starts: the calls directory (so that a
+# program under an identity of its own may add requests to it) and the private temporary
+# directory R/tmp.
+ADDITIVE_DIRS = {f"{HOST_TOOLS}/host_tool_calls", "tmp"}
 PID_MARKERS = {"program_pid", "program_session"}
 
 EXIT_0 = "print('hello')\n"
@@ -81,7 +85,7 @@ def run_both(run_dir, program, env=None):
 
 def assert_same_files(ref_files, our_files):
     ours_extra = {k for k in our_files if k not in ref_files}
-    assert ours_extra == {f"{HOST_TOOLS}/{n}" for n in ADDITIVE}, ours_extra
+    assert ours_extra == {f"{HOST_TOOLS}/{n}" for n in ADDITIVE} | ADDITIVE_DIRS, ours_extra
     missing = {k for k in ref_files if k not in our_files}
     assert not missing, f"upstream writes {missing}, we do not"
     assert not any(k.endswith(".part") for k in our_files), our_files.keys()

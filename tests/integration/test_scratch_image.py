@@ -137,8 +137,8 @@ def test_run_in_a_scratch_image(container, tmp_path):
     out = fetch_run(container, run, tmp_path / "out")
     ht = out / HOST_TOOLS
     names = sorted(p.name for p in ht.iterdir())
-    assert names == ["program_exit.json", "program_exit_code", "program_output.txt",
-                     "program_pid", "program_session"]
+    assert names == ["host_tool_calls", "program_exit.json", "program_exit_code",
+                     "program_output.txt", "program_pid", "program_session"]
     assert (ht / "program_output.txt").read_bytes() == \
         b"hello from stdout\nhello from stderr\n"
     assert (ht / "program_pid").read_text() == str(info["pid"])

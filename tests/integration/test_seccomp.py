@@ -217,8 +217,10 @@ def probe_results(tmp_path_factory):
         if mode not in cache:
             opts = {"default": (),
                     "egress": ("--egress", "open"),
-                    # Landlock off too: it denies mount() by itself.
-                    "off": ("--seccomp", "off", "--landlock", "off")}[mode]
+                    # Landlock off too: it denies mount() by itself. The launcher's own
+                    # root too: the run's identity has no capability, so the kernel would
+                    # refuse the privileged calls by itself.
+                    "off": ("--seccomp", "off", "--landlock", "off", "--user", "0")}[mode]
             out, rec, code = run_program(tmp_path_factory.mktemp(f"probe-{mode}"),
                                          str(SYSCALLS), "all", opts=opts)
             assert code == "0", (code, rec, out)
@@ -499,8 +501,9 @@ def test_supervisor_unreachable_by_kill_family(launcher, tmp_path, landlock):
 
 
 def test_supervisor_reachable_without_filter(launcher, tmp_path):
-    """The control: with neither seccomp nor Landlock, every one of those calls succeeds."""
-    res, _ = signal_checks(tmp_path, ("--seccomp", "off", "--landlock", "off"))
+    """The control: with neither seccomp nor Landlock, and the launcher's own identity,
+    every one of those calls succeeds."""
+    res, _ = signal_checks(tmp_path, ("--seccomp", "off", "--landlock", "off", "--user", "0"))
     for name in SIGNAL_DENIED + ["pidfd_send_signal_procfd"]:
         assert res[name] == 0, f"{name}: {errname(res[name])}"
 
@@ -540,15 +543,9 @@ except OSError as e:
 """
 
 
-@pytest.mark.parametrize("landlock", [
-    "auto",
-    pytest.param("off", marks=pytest.mark.xfail(strict=True, reason=(
-        "gap outside the filter's reach: open() is allowed, and the supervisor runs as the "
-        "same user (here root, with CAP_SYS_PTRACE), so without Landlock the program opens "
-        "/proc/SUPERVISOR/mem read-write and can rewrite the supervisor, exit record "
-        "included; the supervisor should make itself non-dumpable and the program should "
-        "lose CAP_SYS_PTRACE (or run as another user)"))),
-])
+# Without Landlock, open() of /proc/SUPERVISOR/mem is refused all the same: the program runs
+# under an identity of its own without CAP_SYS_PTRACE, and the supervisor is not dumpable.
+@pytest.mark.parametrize("landlock", ["auto", "off"])
 def test_supervisor_memory_not_writable(launcher, tmp_path, landlock):
     out, rec, code = run_program(tmp_path, PYTHON, "-c", PROC_MEM_PY,
                                  opts=("--landlock", landlock))

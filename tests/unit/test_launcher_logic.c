@@ -134,6 +134,7 @@ static void test_build_env_rebuilds_pythonpath(void **state)
 	char *in[] = {
 		"PATH=/usr/bin:/bin",
 		"PYTHONPATH=/opt/a:rel:/tmp/run/host_tools:/opt/../etc:/opt/b::/tmp/runner",
+		"TMPDIR=/tmp",
 		"HOME=/root",
 		NULL,
 	};
@@ -150,7 +151,13 @@ static void test_build_env_rebuilds_pythonpath(void **state)
 	assert_string_equal(env[2], "HOME=/root");
 	assert_string_equal(env[3], "PYTHONUNBUFFERED=1");
 	assert_string_equal(env[4], "PYTHONNOUSERSITE=1");
-	assert_int_equal(env_count(env), 5);
+	/* The run's private temporary directory, under the three names programs look for. */
+	assert_string_equal(env[5], "TMPDIR=" R "/tmp");
+	assert_string_equal(env[6], "TMP=" R "/tmp");
+	assert_string_equal(env[7], "TEMP=" R "/tmp");
+	assert_int_equal(env_count(env), 8);
+	/* The inherited TMPDIR is replaced, not kept beside the run's. */
+	assert_int_equal(env_prefix_count(env, "TMPDIR="), 1);
 	/* Borrowed, not copied: the caller's strings live as long as the launcher does. */
 	assert_ptr_equal(env[1], in[0]);
 	env_free(env);
@@ -170,12 +177,12 @@ static void test_build_env_without_pythonpath(void **state)
 	assert_non_null(env);
 	assert_string_equal(env[0], "PYTHONPATH=" R "/host_tools");
 	assert_string_equal(env[1], "TERM=dumb");
-	assert_int_equal(env_count(env), 4);
+	assert_int_equal(env_count(env), 7);
 	env_free(env);
 	env = run_build_env(empty, R);
 	assert_non_null(env);
 	assert_string_equal(env[0], "PYTHONPATH=" R "/host_tools");
-	assert_int_equal(env_count(env), 4);
+	assert_int_equal(env_count(env), 7);
 	env_free(env);
 	env = run_build_env(seps, R);
 	assert_non_null(env);
@@ -190,7 +197,8 @@ static void test_build_env_without_pythonpath(void **state)
 	assert_string_equal(env[0], "PYTHONPATH=" R "/host_tools");
 	assert_string_equal(env[1], "PYTHONUNBUFFERED=1");
 	assert_string_equal(env[2], "PYTHONNOUSERSITE=1");
-	assert_null(env[3]);
+	assert_string_equal(env[3], "TMPDIR=" R "/tmp");
+	assert_null(env[6]);
 	env_free(env);
 }
 
@@ -227,7 +235,7 @@ static void test_build_env_overrides_python_settings(void **state)
 	 * starts with R/host_tools. */
 	assert_int_equal(strncmp(env[0], "PYTHONPATH=" R "/host_tools", LEN("PYTHONPATH=" R
 									      "/host_tools")), 0);
-	assert_int_equal(env_count(env), 3 + 4);
+	assert_int_equal(env_count(env), 3 + 4 + 3);
 	env_free(env);
 }
 

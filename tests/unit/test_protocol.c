@@ -834,7 +834,8 @@ static void test_launch_info_format(void **state)
 	(void)state;
 	for (i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
 		for (j = 0; j < sizeof(values) / sizeof(values[0]); j++) {
-			struct mafp_launch_info in = {values[i], values[j], values[i]};
+			struct mafp_launch_info in = {.pid = values[i], .supervisor_pid = values[j],
+						       .session = values[i]};
 			char *s = mafp_launch_info_encode(&in);
 			int n = mafp_launch_info_format(&in, buf, sizeof(buf));
 
@@ -845,8 +846,10 @@ static void test_launch_info_format(void **state)
 		}
 	}
 	{
-		struct mafp_launch_info in = {1234, 1233, 1234}, neg = {-1, 1, 1},
-					big = {(int64_t)INT32_MAX + 1, 1, 1};
+		struct mafp_launch_info in = {.pid = 1234, .supervisor_pid = 1233, .session = 1234},
+					neg = {.pid = -1, .supervisor_pid = 1, .session = 1},
+					big = {.pid = (int64_t)INT32_MAX + 1, .supervisor_pid = 1,
+					       .session = 1};
 
 		/* Too small a buffer, and values no pid takes, are refused. */
 		assert_int_equal(mafp_launch_info_format(&in, buf, 10), -1);
@@ -857,7 +860,7 @@ static void test_launch_info_format(void **state)
 
 static void test_launch_info(void **state)
 {
-	struct mafp_launch_info in = {1234, 1233, 1234}, out;
+	struct mafp_launch_info in = {.pid = 1234, .supervisor_pid = 1233, .session = 1234}, out;
 	char *s, big[MAFP_LAUNCH_LINE_MAX + 2];
 
 	(void)state;

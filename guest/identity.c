@@ -1,0 +1,337 @@
+/* The program's own identity, and the run directory lent to it (identity.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/capability.h>
+#include <linux/securebits.h>
+
+#include "identity.h"
+#include "protocol.h"
+#include "spawn.h"
+#include "util.h"
+
+#ifndef PR_CAP_AMBIENT
+#define PR_CAP_AMBIENT 47
+#define PR_CAP_AMBIENT_CLEAR_ALL 4
+#endif
+
+/* The program's files in R/work the launch takes over at most: a host's inputs, not a
+ * tree to walk without end. Past it the rest stays the host's (readable, not writable). */
+#define LEND_DEPTH_MAX 32
+#define LEND_ENTRIES_MAX 100000
+
+int mafl_identity_choose(const struct run_opts *o, pid_t supervisor, struct mafl_identity *id,
+			 char *why, size_t why_size)
+{
+	uid_t euid = geteuid();
+
+	memset(id, 0, sizeof(*id));
+	if (o->user_uid >= 0) {
+		if (euid != 0 && (uid_t)o->user_uid != euid) {
+			snprintf(why, why_size, "--user %lld needs a privileged launcher (this one "
+				 "runs as uid %u)", o->user_uid, (unsigned)euid);
+			return -1;
+		}
+		/* --user 0 keeps root: the launcher's own identity. */
+		id->own = euid == 0 && o->user_uid != 0;
+		id->uid = (uid_t)o->user_uid;
+		id->gid = (gid_t)o->user_gid;
+		id->per_run = id->uid >= MAFL_RUN_ID_BASE && id->uid < MAFL_RUN_ID_MAX;
+		return 0;
+	}
+	if (euid == 0) {
+		id->own = id->per_run = 1;
+		id->uid = MAFL_RUN_ID_BASE + (uid_t)supervisor;
+		id->gid = MAFL_RUN_ID_BASE + (gid_t)supervisor;
+		return 0;
+	}
+	id->uid = euid;
+	id->gid = getegid();
+	return 0;
+}
+
+/* Makes R/name a directory if absent and opens it, refusing a symlink or a file there. */
+static int subdir(int parent, const char *name, mode_t mode)
+{
+	if (mkdirat(parent, name, mode) < 0 && errno != EEXIST)
+		return -1;
+	return openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+struct linux_dirent64 {
+	uint64_t d_ino;
+	int64_t d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+};
+
+/* Gives what dirfd holds to uid:gid, on dev only, without following a symlink. (getdents64
+ * rather than readdir: nothing more of the C library in a launcher baked into images.) */
+static void lend_tree(int dirfd, dev_t dev, uid_t uid, gid_t gid, int depth, long *budget)
+{
+	char buf[4096] __attribute__((aligned(8)));
+	long n;
+
+	lseek(dirfd, 0, SEEK_SET);
+	while ((n = syscall(SYS_getdents64, dirfd, buf, sizeof(buf))) > 0) {
+		for (long off = 0; off < n;) {
+			struct linux_dirent64 *e = (struct linux_dirent64 *)(buf + off);
+			struct stat st;
+			int sub;
+
+			off += e->d_reclen;
+			if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+				continue;
+			if (--*budget <= 0)
+				return;
+			if (fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+			    st.st_dev != dev)
+				continue;   /* a mount point: not ours to change */
+			if (fchownat(dirfd, e->d_name, uid, gid, AT_SYMLINK_NOFOLLOW) < 0 ||
+			    !S_ISDIR(st.st_mode) || depth >= LEND_DEPTH_MAX)
+				continue;
+			sub = openat(dirfd, e->d_name,
+				     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sub >= 0) {
+				lend_tree(sub, dev, uid, gid, depth + 1, budget);
+				close(sub);
+			}
+		}
+	}
+}
+
+/* 1 if id may search (pass through) a directory of st, by its mode bits. */
+static int searchable(const struct stat *st, const struct mafl_identity *id)
+{
+	if (st->st_uid == id->uid)
+		return !!(st->st_mode & S_IXUSR);
+	if (st->st_gid == id->gid)
+		return !!(st->st_mode & S_IXGRP);
+	return !!(st->st_mode & S_IXOTH);
+}
+
+/* The program reaches its files by absolute path (R/host_tools/program.py, PYTHONPATH):
+ * every directory above R must let its identity pass. Returns 0, or -1 with the first that
+ * does not in why. */
+static int ancestors_open(const struct mafl_identity *id, const char *run_dir, char *why,
+			  size_t why_size)
+{
+	char path[MAFP_RUN_DIR_MAX + 1];
+	struct stat st;
+	char *slash;
+
+	snprintf(path, sizeof(path), "%s", run_dir);
+	while ((slash = strrchr(path, '/'))) {
+		slash[slash == path ? 1 : 0] = '\0';
+		if (stat(path, &st) < 0 || !searchable(&st, id)) {
+			snprintf(why, why_size, "the run directory's parent %s does not let the "
+				 "program's uid %u pass (mode %04o): make R where any user may pass, "
+				 "such as under /tmp, or give --user", path, (unsigned)id->uid,
+				 (unsigned)(st.st_mode & 07777));
+			return -1;
+		}
+		if (slash == path)
+			break;
+	}
+	return 0;
+}
+
+int mafl_identity_lend_dirs(const struct mafl_identity *id, const struct run_dirs *d, int work,
+			    const char *run_dir, struct mafl_lent_dirs *lent, char *why,
+			    size_t why_size)
+{
+	struct stat run_st, tools_st, work_st;
+	int calls, tmp, rc = 0;
+	long budget = LEND_ENTRIES_MAX;
+
+	memset(lent, 0, sizeof(*lent));
+	calls = subdir(d->host_tools, MAFP_DIR_CALLS, 0777);
+	if (calls < 0) {
+		snprintf(why, why_size, "cannot make %s/%s/%s: %s", run_dir, MAFP_DIR_HOST_TOOLS,
+			 MAFP_DIR_CALLS, strerror(errno));
+		return -1;
+	}
+	tmp = subdir(d->run, MAFL_DIR_TMP, 0700);
+	if (tmp < 0) {
+		snprintf(why, why_size, "cannot make %s/%s: %s", run_dir, MAFL_DIR_TMP,
+			 strerror(errno));
+		close(calls);
+		return -1;
+	}
+	if (!id->own)
+		goto out;
+	if (ancestors_open(id, run_dir, why, why_size) < 0) {
+		rc = -1;
+		goto out;
+	}
+	if (fstat(d->run, &run_st) < 0 || fstat(d->host_tools, &tools_st) < 0 ||
+	    fstat(work, &work_st) < 0) {
+		snprintf(why, why_size, "cannot look at the run directory %s: %s", run_dir,
+			 strerror(errno));
+		rc = -1;
+		goto out;
+	}
+	lent->saved = 1;
+	lent->run_mode = run_st.st_mode & 07777;
+	lent->run_gid = run_st.st_gid;
+	lent->tools_mode = tools_st.st_mode & 07777;
+	lent->tools_gid = tools_st.st_gid;
+	/* The group is the run's own, so nobody but the program (and the owner) may pass:
+	 * other runs, concurrent or later, have other ids. */
+	if (fchown(d->run, (uid_t)-1, id->gid) < 0 || fchmod(d->run, 0710) < 0 ||
+	    fchown(d->host_tools, (uid_t)-1, id->gid) < 0 || fchmod(d->host_tools, 0750) < 0 ||
+	    fchown(calls, (uid_t)-1, id->gid) < 0 || fchmod(calls, 01770) < 0 ||
+	    fchown(work, id->uid, id->gid) < 0 || fchmod(work, 0700) < 0 ||
+	    fchown(tmp, id->uid, id->gid) < 0 || fchmod(tmp, 0700) < 0) {
+		snprintf(why, why_size, "cannot lend the run directory %s to uid %u: %s", run_dir,
+			 (unsigned)id->uid, strerror(errno));
+		rc = -1;
+		goto out;
+	}
+	lend_tree(work, work_st.st_dev, id->uid, id->gid, 0, &budget);
+out:
+	close(tmp);
+	close(calls);
+	return rc;
+}
+
+void mafl_identity_take_back(const struct mafl_identity *id, const struct run_dirs *d,
+			     const struct mafl_lent_dirs *lent)
+{
+	/* Best effort, and nothing to do on failure: the run is over either way. The mode first,
+	 * so that no moment gives the group back its old access. */
+	if (!id->own || !lent->saved)
+		return;
+	if (fchmod(d->host_tools, lent->tools_mode & 0700) < 0 ||
+	    fchown(d->host_tools, (uid_t)-1, lent->tools_gid) < 0) {
+		/* left to the run's group, but closed to it by the mode */
+	}
+	if (fchmod(d->run, lent->run_mode & 0700) < 0 ||
+	    fchown(d->run, (uid_t)-1, lent->run_gid) < 0) {
+		/* likewise */
+	}
+}
+
+static long sys(long nr, long a, long b, long c)
+{
+	long r = syscall(nr, a, b, c);
+
+	return r < 0 ? -errno : r;
+}
+
+int mafl_identity_take(const struct mafl_identity *id, const char **step)
+{
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct caps[2];
+	uid_t r, e, s;
+	gid_t gr, ge, gs;
+	long rc;
+	int cap;
+
+	if (!id->own)
+		return 0;
+	*step = "drop the supplementary groups";
+	if ((rc = sys(SYS_setgroups, 0, 0, 0)) < 0)
+		return (int)rc;
+	*step = "take the run's gid";
+	if ((rc = sys(SYS_setresgid, id->gid, id->gid, id->gid)) < 0)
+		return (int)rc;
+	*step = "clear the ambient capabilities";
+	if ((rc = sys(SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0)) < 0)
+		return (int)rc;
+	*step = "drop the bounding capabilities";
+	for (cap = 0; cap < 64; cap++) {
+		rc = sys(SYS_prctl, PR_CAPBSET_DROP, cap, 0);
+		if (rc == -EINVAL)
+			break;   /* past the kernel's last capability */
+		if (rc < 0)
+			return (int)rc;
+	}
+	/* No uid 0 may bring capabilities back (an exec of a setuid-root file, were
+	 * no_new_privs ever lifted), and none of it may be undone. */
+	*step = "lock the securebits";
+	rc = sys(SYS_prctl, PR_SET_SECUREBITS,
+		 SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_NOROOT |
+			 SECBIT_NOROOT_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE |
+			 SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED, 0);
+	if (rc < 0)
+		return (int)rc;
+	*step = "take the run's uid";
+	if ((rc = sys(SYS_setresuid, id->uid, id->uid, id->uid)) < 0)
+		return (int)rc;
+	*step = "empty the capability sets";
+	memset(caps, 0, sizeof(caps));
+	if ((rc = sys(SYS_capset, (long)&hdr, (long)caps, 0)) < 0)
+		return (int)rc;
+	/* Checked, not assumed: each step above is one the kernel may have refused in part. */
+	*step = "check the identity taken";
+	if (sys(SYS_getresuid, (long)&r, (long)&e, (long)&s) < 0)
+		return -EPERM;
+	if (r != id->uid || e != id->uid || s != id->uid)
+		return -EPERM;
+	if (sys(SYS_getresgid, (long)&gr, (long)&ge, (long)&gs) < 0)
+		return -EPERM;
+	if (gr != id->gid || ge != id->gid || gs != id->gid)
+		return -EPERM;
+	if (sys(SYS_getgroups, 0, 0, 0) != 0)
+		return -EPERM;
+	hdr.version = _LINUX_CAPABILITY_VERSION_3;
+	hdr.pid = 0;
+	if (sys(SYS_capget, (long)&hdr, (long)caps, 0) < 0)
+		return -EPERM;
+	for (cap = 0; cap < 2; cap++)
+		if (caps[cap].effective || caps[cap].permitted || caps[cap].inheritable)
+			return -EPERM;
+	if (sys(SYS_prctl, PR_CAPBSET_READ, 0, 0) != 0)
+		return -EPERM;
+	return 0;
+}
+
+/* In the sweeping child (mafl_spawn_vfork: it borrows the caller's memory, so raw system
+ * calls only, and it ends in _exit): takes the identity and kills all it may. */
+static int sweep_child(void *arg)
+{
+	const struct mafl_identity *id = arg;
+	int rounds;
+
+	if (sys(SYS_setgroups, 0, 0, 0) < 0 || sys(SYS_setresgid, id->gid, id->gid, id->gid) < 0 ||
+	    sys(SYS_setresuid, id->uid, id->uid, id->uid) < 0)
+		_exit(255);
+	/* A process forked between two rounds is found by the next one; once kill(-1) finds
+	 * nobody, nobody of the uid is left (no one can take it up again: no_new_privs, no
+	 * capability). */
+	for (rounds = 0; rounds < 250; rounds++) {
+		struct timespec ts = {0, 1000000};
+
+		if (sys(SYS_kill, -1, SIGKILL, 0) == -ESRCH)
+			_exit(rounds);
+		sys(SYS_nanosleep, (long)&ts, 0, 0);
+	}
+	_exit(254);
+}
+
+int mafl_identity_sweep(const struct mafl_identity *id)
+{
+	int st = 0;
+	pid_t p;
+
+	if (!id->own)
+		return 0;
+	p = mafl_spawn_vfork(sweep_child, (void *)id);
+	if (p < 0)
+		return -1;
+	while (waitpid(p, &st, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(st) && WEXITSTATUS(st) != 255 ? WEXITSTATUS(st) : -1;
+}

@@ -1,0 +1,62 @@
+/* The program's identity: when the launcher is privileged, an unprivileged uid and gid of the
+ * run's own, no supplementary groups, no capability in any set, securebits locked; the run
+ * directory lent to that identity for the run, and taken back at its end. */
+#ifndef MAFL_IDENTITY_H
+#define MAFL_IDENTITY_H
+
+#include <sys/types.h>
+
+#include "run.h"
+
+struct mafl_identity {
+	int own;                /* the program runs under uid/gid, not the launcher's */
+	int per_run;            /* uid/gid is MAFL_RUN_ID_BASE + the supervisor's pid */
+	uid_t uid;
+	gid_t gid;
+};
+
+/* What prepare changed in the run directory, to be taken back at the end. */
+struct mafl_lent_dirs {
+	int saved;
+	mode_t run_mode, tools_mode;
+	gid_t run_gid, tools_gid;
+};
+
+/* Chooses the program's identity from --user and the launcher's privilege: --user as given
+ * (only a privileged launcher can take it), else MAFL_RUN_ID_BASE + supervisor when root,
+ * else the launcher's own. Returns 0, or -1 with a sentence in why. */
+int mafl_identity_choose(const struct run_opts *o, pid_t supervisor, struct mafl_identity *id,
+			 char *why, size_t why_size);
+
+/* Lends the run directory to id (nothing when !id->own), without following a symlink
+ * anywhere: R (group id->gid, mode 0710: the program may pass through, not list),
+ * R/host_tools (group, 0750), R/host_tools/host_tool_calls (made if absent; group, 01770:
+ * the program may add its requests but not touch the files of others), R/work and what it
+ * holds on the same file system (the program's), R/tmp (made; the program's, 0700). What
+ * the host may not lend is recorded in *lent for mafl_identity_take_back. Without an own
+ * identity it still makes R/host_tools/host_tool_calls and R/tmp. Returns 0, or -1 with a
+ * sentence in why. */
+int mafl_identity_lend_dirs(const struct mafl_identity *id, const struct run_dirs *d, int work,
+			    const char *run_dir, struct mafl_lent_dirs *lent, char *why,
+			    size_t why_size);
+
+/* At the end of the run: R and R/host_tools go back to their group, and to their owner's
+ * access only, so that no later identity reaches what the program left. */
+void mafl_identity_take_back(const struct mafl_identity *id, const struct run_dirs *d,
+			     const struct mafl_lent_dirs *lent);
+
+/* In the program's process, before Landlock and seccomp: takes id with raw system calls
+ * (the process may share the supervisor's memory; the C library's set*id would try to
+ * reach threads it does not have): no supplementary groups, gid, every capability dropped
+ * from the bounding and ambient sets, securebits set and locked so that no root uid can
+ * bring one back, uid, then the permitted, effective and inheritable sets emptied and all
+ * of it checked. Returns 0, or a negative errno with *step naming what failed. */
+int mafl_identity_take(const struct mafl_identity *id, const char **step);
+
+/* Kills every process running as id's uid: a child takes the identity and signals all it
+ * may signal (kill(-1) reaches exactly the processes of its own uid, never itself), until
+ * none is left. Only for an identity of the run's own (per_run or --user). Returns the
+ * number of rounds that found a process, or -1 if no child could be made. */
+int mafl_identity_sweep(const struct mafl_identity *id);
+
+#endif
