@@ -8,6 +8,8 @@ CC ?= cc
 MUSL_CC ?= musl-gcc
 PYTHON ?= /usr/bin/python3
 SAN ?=
+LD ?= ld
+OBJCOPY ?= objcopy
 
 WARN := -Wall -Wextra -Werror
 HARDEN := -D_FORTIFY_SOURCE=2 -fstack-protector-strong
@@ -27,6 +29,16 @@ GUEST_LIBS ?= $(TP)/musl/lib/libseccomp.a
 
 HOST_CFLAGS := $(COMMON) $(WARN) $(HARDEN) -O2 -g -Ihost/include -Ihost/src -Iguest $(SAN)
 HOST_LDFLAGS := $(SAN)
+
+# The library's version, from the header; 0.x: a minor release may change the ABI, so the
+# SONAME carries major.minor.
+MAFH_VERSION := $(shell sed -n 's/^.define MAFH_VERSION "\(.*\)"$$/\1/p' host/include/mafhost.h)
+MAFH_SOVERSION := $(word 1,$(subst ., ,$(MAFH_VERSION))).$(word 2,$(subst ., ,$(MAFH_VERSION)))
+MAFH_SONAME := libmafhost.so.$(MAFH_SOVERSION)
+MAFH_SO := libmafhost.so.$(MAFH_VERSION)
+# What the library needs beyond libc: pthread mutexes (in libc from glibc 2.34 on) and the
+# math cJSON uses where the compiler does not inline it.
+MAFH_LIBS := -lm -lpthread
 
 GUEST_SRC := $(wildcard guest/*.c)
 SHARED_SRC := $(wildcard shared/*.c)
@@ -52,7 +64,8 @@ TP_STAMP := $(TP)/.stamp
 	size probes
 .DELETE_ON_ERROR:
 
-all: $(BUILD)/maf-launch $(BUILD)/libmafhost.a $(if $(HOSTCLI_SRC),$(BUILD)/maf-host)
+all: $(BUILD)/maf-launch $(BUILD)/libmafhost.a $(BUILD)/$(MAFH_SO) \
+	$(if $(HOSTCLI_SRC),$(BUILD)/maf-host)
 
 # Installs packages (and starts dockerd) when missing; a no-op on a prepared machine.
 setup:
@@ -91,17 +104,40 @@ $(BUILD)/host-obj/%.o: %.c $(TP_STAMP) $(wildcard guest/*.h shared/*.h host/incl
 	@mkdir -p $(dir $@)
 	$(CC) $(HOST_CFLAGS) -fPIC -c $< -o $@
 
-$(BUILD)/libmafhost.a: $(HOST_OBJ)
+# The library's objects are compiled with hidden visibility: only what the header marks
+# MAFH_API (the mafh_ functions) is exported; cJSON, the protocol (mafp_) and the mafh__
+# internals are not, so they cannot clash with a host's own cJSON.
+$(HOST_OBJ): HOST_CFLAGS += -fvisibility=hidden
+$(HOST_OBJ): CJSON_FLAGS += -fvisibility=hidden
+
+$(BUILD)/$(MAFH_SO): $(HOST_OBJ)
+	$(CC) -shared -Wl,-soname,$(MAFH_SONAME) -Wl,-z,defs $(HOST_LDFLAGS) -o $@ $^ $(MAFH_LIBS)
+	ln -sf $(MAFH_SO) $(BUILD)/$(MAFH_SONAME)
+	ln -sf $(MAFH_SONAME) $(BUILD)/libmafhost.so
+
+# The public archive holds one object, a partial link of the library's, in which the hidden
+# symbols have been made local: a host linking it statically sees only mafh_ names.
+$(BUILD)/libmafhost.o: $(HOST_OBJ)
+	$(LD) -r -o $@.tmp $^
+	$(OBJCOPY) --localize-hidden $@.tmp $@
+	@rm -f $@.tmp
+$(BUILD)/libmafhost.a: $(BUILD)/libmafhost.o
+	@rm -f $@
+	ar rcs $@ $<
+
+# The same objects as they are, for what is built here and uses the internals: maf-host, the
+# unit tests and the benches.
+$(BUILD)/libmafhost-internal.a: $(HOST_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/maf-host: $(patsubst %.c,$(BUILD)/host-obj/%.o,$(HOSTCLI_SRC)) $(BUILD)/libmafhost.a
+$(BUILD)/maf-host: $(patsubst %.c,$(BUILD)/host-obj/%.o,$(HOSTCLI_SRC)) $(BUILD)/libmafhost-internal.a
 	$(CC) $(HOST_LDFLAGS) -o $@ $^ -lm
 
 # Unit tests link the host library, the launcher's logic and cmocka.
-$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libmafhost.a $(GUEST_HOSTOBJ)
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libmafhost-internal.a $(GUEST_HOSTOBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(HOST_CFLAGS) -Itests/unit -o $@ $< $(GUEST_HOSTOBJ) $(BUILD)/libmafhost.a \
+	$(CC) $(HOST_CFLAGS) -Itests/unit -o $@ $< $(GUEST_HOSTOBJ) $(BUILD)/libmafhost-internal.a \
 		$(HOST_LDFLAGS) -lcmocka -lseccomp -lm
 
 # Probes are static musl programs the integration tests run inside the sandbox.
@@ -142,7 +178,8 @@ size: $(BUILD)/maf-launch
 
 clean:
 	rm -rf $(BUILD)/gen $(BUILD)/guest-obj $(BUILD)/host-obj $(BUILD)/tests $(BUILD)/probes \
-		$(BUILD)/maf-launch $(BUILD)/maf-host $(BUILD)/libmafhost.a $(BUILD)/asan
+		$(BUILD)/maf-launch $(BUILD)/maf-host $(BUILD)/libmafhost.a $(BUILD)/libmafhost.o \
+		$(BUILD)/libmafhost-internal.a $(BUILD)/libmafhost.so* $(BUILD)/asan
 
 -include tests/bench/bench.mk
 -include tests/fuzz/fuzz.mk
