@@ -10,6 +10,11 @@ PYTHON ?= /usr/bin/python3
 SAN ?=
 LD ?= ld
 OBJCOPY ?= objcopy
+PREFIX ?= /usr/local
+DESTDIR ?=
+BINDIR ?= $(PREFIX)/bin
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
 
 WARN := -Wall -Wextra -Werror
 HARDEN := -D_FORTIFY_SOURCE=2 -fstack-protector-strong
@@ -61,7 +66,7 @@ PROBE_BIN := $(patsubst tests/probes/%.c,$(BUILD)/probes/%,$(PROBE_SRC))
 TP_STAMP := $(TP)/.stamp
 
 .PHONY: all deps setup test unit integration asan fuzz bench-launch bench-calls demo clean \
-	size probes
+	size probes install
 .DELETE_ON_ERROR:
 
 all: $(BUILD)/maf-launch $(BUILD)/libmafhost.a $(BUILD)/$(MAFH_SO) \
@@ -172,6 +177,26 @@ ASAN_MAKE = BUILD=build/asan SAN="$(ASAN_FLAGS)" GUEST_CC="$(CC)" \
 asan: setup deps
 	$(MAKE) $(ASAN_MAKE) all unit
 	ASAN_OPTIONS=detect_leaks=0 $(MAKE) $(ASAN_MAKE) integration
+
+PC_LIBDIR = $(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))
+PC_INCLUDEDIR = $(patsubst $(PREFIX)/%,$${prefix}/%,$(INCLUDEDIR))
+# make install [PREFIX=/usr/local] [DESTDIR=]: the two programs, the library (static and
+# shared), its header and its pkg-config file. The .pc names PREFIX, without DESTDIR.
+install: $(BUILD)/maf-launch $(BUILD)/maf-host $(BUILD)/libmafhost.a $(BUILD)/$(MAFH_SO)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)
+	install -m 0755 $(BUILD)/maf-launch $(BUILD)/maf-host $(DESTDIR)$(BINDIR)/
+	install -m 0644 $(BUILD)/libmafhost.a $(DESTDIR)$(LIBDIR)/
+	install -m 0755 $(BUILD)/$(MAFH_SO) $(DESTDIR)$(LIBDIR)/
+	ln -sf $(MAFH_SO) $(DESTDIR)$(LIBDIR)/$(MAFH_SONAME)
+	ln -sf $(MAFH_SONAME) $(DESTDIR)$(LIBDIR)/libmafhost.so
+	install -m 0644 host/include/mafhost.h $(DESTDIR)$(INCLUDEDIR)/
+	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(PC_LIBDIR)' 'includedir=$(PC_INCLUDEDIR)' '' \
+		'Name: mafhost' \
+		'Description: host-tool calls for programs run by maf-launch in a sandbox' \
+		'Version: $(MAFH_VERSION)' \
+		'Cflags: -I$${includedir}' \
+		'Libs: -L$${libdir} -lmafhost' \
+		'Libs.private: $(MAFH_LIBS)' > $(DESTDIR)$(LIBDIR)/pkgconfig/mafhost.pc
 
 size: $(BUILD)/maf-launch
 	@stat -c '%n: %s bytes' $<
