@@ -66,7 +66,7 @@ PROBE_BIN := $(patsubst tests/probes/%.c,$(BUILD)/probes/%,$(PROBE_SRC))
 TP_STAMP := $(TP)/.stamp
 
 .PHONY: all deps setup test unit integration asan fuzz bench-launch bench-calls demo clean \
-	size probes install
+	size probes install install-check
 .DELETE_ON_ERROR:
 
 all: $(BUILD)/maf-launch $(BUILD)/libmafhost.a $(BUILD)/$(MAFH_SO) \
@@ -162,6 +162,7 @@ integration: all $(PROBE_BIN)
 test: setup
 	$(MAKE) all
 	$(MAKE) unit
+	$(MAKE) install-check
 	$(MAKE) fuzz-smoke
 	$(MAKE) integration
 
@@ -197,6 +198,14 @@ install: $(BUILD)/maf-launch $(BUILD)/maf-host $(BUILD)/libmafhost.a $(BUILD)/$(
 		'Cflags: -I$${includedir}' \
 		'Libs: -L$${libdir} -lmafhost' \
 		'Libs.private: $(MAFH_LIBS)' > $(DESTDIR)$(LIBDIR)/pkgconfig/mafhost.pc
+
+# Installs into a fresh prefix and builds tests/install/host.c against the installed files
+# alone, statically and shared (tests/install/check.sh).
+install-check: all
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	{ $(MAKE) --no-print-directory install PREFIX=$$tmp/prefix > $$tmp/install.log || \
+		{ cat $$tmp/install.log; exit 1; }; } && \
+	CC="$(CC)" sh tests/install/check.sh $$tmp/prefix $$tmp
 
 size: $(BUILD)/maf-launch
 	@stat -c '%n: %s bytes' $<
