@@ -98,6 +98,16 @@ $(BUILD)/gen/seccomp_filters.h: $(BUILD)/gen/filtergen
 	mv $@.tmp $@
 $(BUILD)/guest-obj/guest/seccomp.o $(BUILD)/host-obj/guest/seccomp.o: $(BUILD)/gen/seccomp_filters.h
 
+# The guest module the host writes beside a program, kept as the Python file it is
+# (host/src/shim/maf_host_tools.py) and compiled into the library as a C string.
+$(BUILD)/gen/embed: host/gen/embed.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 $(WARN) -O2 -o $@ $<
+$(BUILD)/gen/shim_template.h: host/src/shim/maf_host_tools.py $(BUILD)/gen/embed
+	$(BUILD)/gen/embed shim_template < $< > $@.tmp
+	mv $@.tmp $@
+$(BUILD)/host-obj/host/src/shim.o: $(BUILD)/gen/shim_template.h
+
 $(BUILD)/maf-launch: $(GUEST_OBJ)
 	$(GUEST_CC) $(GUEST_LDFLAGS) -o $@ $^ $(GUEST_LIBS)
 	@echo "maf-launch: $$(stat -c %s $@) bytes"
