@@ -66,7 +66,7 @@ PROBE_BIN := $(patsubst tests/probes/%.c,$(BUILD)/probes/%,$(PROBE_SRC))
 TP_STAMP := $(TP)/.stamp
 
 .PHONY: all deps setup test unit integration asan fuzz bench-launch bench-calls demo clean \
-	size probes install install-check
+	size probes install install-check shim-check
 .DELETE_ON_ERROR:
 
 all: $(BUILD)/maf-launch $(BUILD)/libmafhost.a $(BUILD)/$(MAFH_SO) \
@@ -165,6 +165,22 @@ probes: $(PROBE_BIN)
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
 
+# The shim's template compiles as Python by itself, and so does a shim made from it, with no
+# placeholder left; in that shim, a wrapper for `add` and none for the names that are not
+# identifiers or are Python keywords.
+SHIM_CHECK_PY = import sys; sys.path.insert(0, sys.argv[1]); import maf_host_tools as m; \
+	assert callable(m.add) and m.__all__ == ["HostToolError", "call", "add"], m.__all__
+shim-check: $(BUILD)/maf-host
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	export PYTHONPYCACHEPREFIX=$$tmp/pycache; \
+	$(PYTHON) -m py_compile host/src/shim/maf_host_tools.py; \
+	$(BUILD)/maf-host shim --tool add --tool two-words --tool class > $$tmp/maf_host_tools.py; \
+	if grep -n '@MAF\|@TOOLS@' $$tmp/maf_host_tools.py; then \
+		echo "shim-check: a placeholder is left in the shim"; exit 1; fi; \
+	$(PYTHON) -m py_compile $$tmp/maf_host_tools.py; \
+	$(PYTHON) -c '$(SHIM_CHECK_PY)' $$tmp; \
+	echo "shim-check: host/src/shim/maf_host_tools.py and the shim of add, two-words and class compile"
+
 integration: all $(PROBE_BIN)
 	MAF_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -p no:cacheprovider tests/integration
 
@@ -172,6 +188,7 @@ integration: all $(PROBE_BIN)
 test: setup
 	$(MAKE) all
 	$(MAKE) unit
+	$(MAKE) shim-check
 	$(MAKE) install-check
 	$(MAKE) fuzz-smoke
 	$(MAKE) integration
