@@ -1,7 +1,9 @@
 """Shared fixtures for the integration tests: they run the real binaries from the build."""
 import json
 import os
+import shutil
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -16,6 +18,23 @@ HOST_TOOLS = "host_tools"
 def launcher():
     assert LAUNCHER.exists(), f"{LAUNCHER} is not built (run make)"
     return str(LAUNCHER)
+
+
+@pytest.fixture
+def launcher_for_anyone():
+    """A copy of the launcher that any user can run, for a test that runs it as another
+    user: the build tree may sit below a directory other users cannot enter (a clone in
+    /root, mode 0700). The copy is root's, in a fresh directory of mode 0755 under the
+    temporary directory."""
+    d = Path(tempfile.mkdtemp(prefix="maf-launcher-"))
+    try:
+        os.chmod(d, 0o755)
+        copy = d / "maf-launch"
+        shutil.copyfile(LAUNCHER, copy)
+        os.chmod(copy, 0o755)
+        yield str(copy)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.fixture
