@@ -8,6 +8,13 @@ CC ?= cc
 MUSL_CC ?= musl-gcc
 PYTHON ?= /usr/bin/python3
 SAN ?=
+LD ?= ld
+OBJCOPY ?= objcopy
+PREFIX ?= /usr/local
+DESTDIR ?=
+BINDIR ?= $(PREFIX)/bin
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
 
 WARN := -Wall -Wextra -Werror
 HARDEN := -D_FORTIFY_SOURCE=2 -fstack-protector-strong
@@ -27,6 +34,16 @@ GUEST_LIBS ?= $(TP)/musl/lib/libseccomp.a
 
 HOST_CFLAGS := $(COMMON) $(WARN) $(HARDEN) -O2 -g -Ihost/include -Ihost/src -Iguest $(SAN)
 HOST_LDFLAGS := $(SAN)
+
+# The library's version, from the header; 0.x: a minor release may change the ABI, so the
+# SONAME carries major.minor.
+MAFH_VERSION := $(shell sed -n 's/^.define MAFH_VERSION "\(.*\)"$$/\1/p' host/include/mafhost.h)
+MAFH_SOVERSION := $(word 1,$(subst ., ,$(MAFH_VERSION))).$(word 2,$(subst ., ,$(MAFH_VERSION)))
+MAFH_SONAME := libmafhost.so.$(MAFH_SOVERSION)
+MAFH_SO := libmafhost.so.$(MAFH_VERSION)
+# What the library needs beyond libc: pthread mutexes (in libc from glibc 2.34 on) and the
+# math cJSON uses where the compiler does not inline it.
+MAFH_LIBS := -lm -lpthread
 
 GUEST_SRC := $(wildcard guest/*.c)
 SHARED_SRC := $(wildcard shared/*.c)
@@ -49,10 +66,11 @@ PROBE_BIN := $(patsubst tests/probes/%.c,$(BUILD)/probes/%,$(PROBE_SRC))
 TP_STAMP := $(TP)/.stamp
 
 .PHONY: all deps setup test unit integration asan fuzz bench-launch bench-calls demo clean \
-	size probes
+	size probes install install-check shim-check
 .DELETE_ON_ERROR:
 
-all: $(BUILD)/maf-launch $(BUILD)/libmafhost.a $(if $(HOSTCLI_SRC),$(BUILD)/maf-host)
+all: $(BUILD)/maf-launch $(BUILD)/libmafhost.a $(BUILD)/$(MAFH_SO) \
+	$(if $(HOSTCLI_SRC),$(BUILD)/maf-host)
 
 # Installs packages (and starts dockerd) when missing; a no-op on a prepared machine.
 setup:
@@ -80,6 +98,16 @@ $(BUILD)/gen/seccomp_filters.h: $(BUILD)/gen/filtergen
 	mv $@.tmp $@
 $(BUILD)/guest-obj/guest/seccomp.o $(BUILD)/host-obj/guest/seccomp.o: $(BUILD)/gen/seccomp_filters.h
 
+# The guest module the host writes beside a program, kept as the Python file it is
+# (host/src/shim/maf_host_tools.py) and compiled into the library as a C string.
+$(BUILD)/gen/embed: host/gen/embed.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 $(WARN) -O2 -o $@ $<
+$(BUILD)/gen/shim_template.h: host/src/shim/maf_host_tools.py $(BUILD)/gen/embed
+	$(BUILD)/gen/embed shim_template < $< > $@.tmp
+	mv $@.tmp $@
+$(BUILD)/host-obj/host/src/shim.o: $(BUILD)/gen/shim_template.h
+
 $(BUILD)/maf-launch: $(GUEST_OBJ)
 	$(GUEST_CC) $(GUEST_LDFLAGS) -o $@ $^ $(GUEST_LIBS)
 	@echo "maf-launch: $$(stat -c %s $@) bytes"
@@ -92,17 +120,40 @@ $(BUILD)/host-obj/%.o: %.c $(TP_STAMP) $(wildcard guest/*.h shared/*.h host/incl
 	@mkdir -p $(dir $@)
 	$(CC) $(HOST_CFLAGS) -fPIC -c $< -o $@
 
-$(BUILD)/libmafhost.a: $(HOST_OBJ)
+# The library's objects are compiled with hidden visibility: only what the header marks
+# MAFH_API (the mafh_ functions) is exported; cJSON, the protocol (mafp_) and the mafh__
+# internals are not, so they cannot clash with a host's own cJSON.
+$(HOST_OBJ): HOST_CFLAGS += -fvisibility=hidden
+$(HOST_OBJ): CJSON_FLAGS += -fvisibility=hidden
+
+$(BUILD)/$(MAFH_SO): $(HOST_OBJ)
+	$(CC) -shared -Wl,-soname,$(MAFH_SONAME) -Wl,-z,defs $(HOST_LDFLAGS) -o $@ $^ $(MAFH_LIBS)
+	ln -sf $(MAFH_SO) $(BUILD)/$(MAFH_SONAME)
+	ln -sf $(MAFH_SONAME) $(BUILD)/libmafhost.so
+
+# The public archive holds one object, a partial link of the library's, in which the hidden
+# symbols have been made local: a host linking it statically sees only mafh_ names.
+$(BUILD)/libmafhost.o: $(HOST_OBJ)
+	$(LD) -r -o $@.tmp $^
+	$(OBJCOPY) --localize-hidden $@.tmp $@
+	@rm -f $@.tmp
+$(BUILD)/libmafhost.a: $(BUILD)/libmafhost.o
+	@rm -f $@
+	ar rcs $@ $<
+
+# The same objects as they are, for what is built here and uses the internals: maf-host, the
+# unit tests and the benches.
+$(BUILD)/libmafhost-internal.a: $(HOST_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/maf-host: $(patsubst %.c,$(BUILD)/host-obj/%.o,$(HOSTCLI_SRC)) $(BUILD)/libmafhost.a
+$(BUILD)/maf-host: $(patsubst %.c,$(BUILD)/host-obj/%.o,$(HOSTCLI_SRC)) $(BUILD)/libmafhost-internal.a
 	$(CC) $(HOST_LDFLAGS) -o $@ $^ -lm
 
 # Unit tests link the host library, the launcher's logic and cmocka.
-$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libmafhost.a $(GUEST_HOSTOBJ)
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libmafhost-internal.a $(GUEST_HOSTOBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(HOST_CFLAGS) -Itests/unit -o $@ $< $(GUEST_HOSTOBJ) $(BUILD)/libmafhost.a \
+	$(CC) $(HOST_CFLAGS) -Itests/unit -o $@ $< $(GUEST_HOSTOBJ) $(BUILD)/libmafhost-internal.a \
 		$(HOST_LDFLAGS) -lcmocka -lseccomp -lm
 
 # Probes are static musl programs the integration tests run inside the sandbox.
@@ -115,6 +166,22 @@ probes: $(PROBE_BIN)
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
 
+# The shim's template compiles as Python by itself, and so does a shim made from it, with no
+# placeholder left; in that shim, a wrapper for `add` and none for the names that are not
+# identifiers or are Python keywords.
+SHIM_CHECK_PY = import sys; sys.path.insert(0, sys.argv[1]); import maf_host_tools as m; \
+	assert callable(m.add) and m.__all__ == ["HostToolError", "call", "add"], m.__all__
+shim-check: $(BUILD)/maf-host
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	export PYTHONPYCACHEPREFIX=$$tmp/pycache; \
+	$(PYTHON) -m py_compile host/src/shim/maf_host_tools.py; \
+	$(BUILD)/maf-host shim --tool add --tool two-words --tool class > $$tmp/maf_host_tools.py; \
+	if grep -n '@MAF\|@TOOLS@' $$tmp/maf_host_tools.py; then \
+		echo "shim-check: a placeholder is left in the shim"; exit 1; fi; \
+	$(PYTHON) -m py_compile $$tmp/maf_host_tools.py; \
+	$(PYTHON) -c '$(SHIM_CHECK_PY)' $$tmp; \
+	echo "shim-check: host/src/shim/maf_host_tools.py and the shim of add, two-words and class compile"
+
 integration: all $(PROBE_BIN)
 	MAF_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -p no:cacheprovider tests/integration
 
@@ -122,6 +189,8 @@ integration: all $(PROBE_BIN)
 test: setup
 	$(MAKE) all
 	$(MAKE) unit
+	$(MAKE) shim-check
+	$(MAKE) install-check
 	$(MAKE) fuzz-smoke
 	$(MAKE) integration
 
@@ -138,12 +207,41 @@ asan: setup deps
 	$(MAKE) $(ASAN_MAKE) all unit
 	ASAN_OPTIONS=detect_leaks=0 $(MAKE) $(ASAN_MAKE) integration
 
+PC_LIBDIR = $(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))
+PC_INCLUDEDIR = $(patsubst $(PREFIX)/%,$${prefix}/%,$(INCLUDEDIR))
+# make install [PREFIX=/usr/local] [DESTDIR=]: the two programs, the library (static and
+# shared), its header and its pkg-config file. The .pc names PREFIX, without DESTDIR.
+install: $(BUILD)/maf-launch $(BUILD)/maf-host $(BUILD)/libmafhost.a $(BUILD)/$(MAFH_SO)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)
+	install -m 0755 $(BUILD)/maf-launch $(BUILD)/maf-host $(DESTDIR)$(BINDIR)/
+	install -m 0644 $(BUILD)/libmafhost.a $(DESTDIR)$(LIBDIR)/
+	install -m 0755 $(BUILD)/$(MAFH_SO) $(DESTDIR)$(LIBDIR)/
+	ln -sf $(MAFH_SO) $(DESTDIR)$(LIBDIR)/$(MAFH_SONAME)
+	ln -sf $(MAFH_SONAME) $(DESTDIR)$(LIBDIR)/libmafhost.so
+	install -m 0644 host/include/mafhost.h $(DESTDIR)$(INCLUDEDIR)/
+	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(PC_LIBDIR)' 'includedir=$(PC_INCLUDEDIR)' '' \
+		'Name: mafhost' \
+		'Description: host-tool calls for programs run by maf-launch in a sandbox' \
+		'Version: $(MAFH_VERSION)' \
+		'Cflags: -I$${includedir}' \
+		'Libs: -L$${libdir} -lmafhost' \
+		'Libs.private: $(MAFH_LIBS)' > $(DESTDIR)$(LIBDIR)/pkgconfig/mafhost.pc
+
+# Installs into a fresh prefix and builds tests/install/host.c against the installed files
+# alone, statically and shared (tests/install/check.sh).
+install-check: all
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	{ $(MAKE) --no-print-directory install PREFIX=$$tmp/prefix > $$tmp/install.log || \
+		{ cat $$tmp/install.log; exit 1; }; } && \
+	CC="$(CC)" sh tests/install/check.sh $$tmp/prefix $$tmp
+
 size: $(BUILD)/maf-launch
 	@stat -c '%n: %s bytes' $<
 
 clean:
 	rm -rf $(BUILD)/gen $(BUILD)/guest-obj $(BUILD)/host-obj $(BUILD)/tests $(BUILD)/probes \
-		$(BUILD)/maf-launch $(BUILD)/maf-host $(BUILD)/libmafhost.a $(BUILD)/asan
+		$(BUILD)/maf-launch $(BUILD)/maf-host $(BUILD)/libmafhost.a $(BUILD)/libmafhost.o \
+		$(BUILD)/libmafhost-internal.a $(BUILD)/libmafhost.so* $(BUILD)/asan
 
 -include tests/bench/bench.mk
 -include tests/fuzz/fuzz.mk

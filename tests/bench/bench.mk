@@ -23,9 +23,9 @@ bench-launch: $(BUILD)/maf-launch $(BUILD)/bench_launch
 # (bench_wake.c: the round trip between two processes over a socketpair).
 BENCH_CALLS_CALLS ?= 2000
 
-$(BUILD)/bench_calls_inproc: tests/bench/bench_calls_inproc.c $(BUILD)/libmafhost.a
+$(BUILD)/bench_calls_inproc: tests/bench/bench_calls_inproc.c $(BUILD)/libmafhost-internal.a
 	@mkdir -p $(dir $@)
-	$(CC) $(HOST_CFLAGS) -o $@ $< $(BUILD)/libmafhost.a $(HOST_LDFLAGS) -lm
+	$(CC) $(HOST_CFLAGS) -o $@ $< $(BUILD)/libmafhost-internal.a $(HOST_LDFLAGS) -lm
 
 $(BUILD)/bench_wake: tests/bench/bench_wake.c
 	@mkdir -p $(dir $@)

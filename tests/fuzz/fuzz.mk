@@ -14,7 +14,7 @@ FUZZ_ARGS ?=
 FUZZ_SAN := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	-fno-omit-frame-pointer
 FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -Ishared -Iguest -Ihost/include -Ihost/src -I$(TP)/cjson \
-	-DCJSON_NESTING_LIMIT=128 -Wall -Wextra -Werror $(FUZZ_SAN)
+	-I$(BUILD)/gen -DCJSON_NESTING_LIMIT=128 -Wall -Wextra -Werror $(FUZZ_SAN)
 # cJSON is instrumented too, so the fuzzer steers through its paths, but not held to our
 # warnings.
 FUZZ_DEPS := shared/protocol.c $(TP)/cjson/cJSON.c guest/tree.c guest/util.c guest/channel.c \
@@ -30,6 +30,8 @@ $(BUILD)/fuzz/obj/cJSON.o: $(TP_STAMP)
 $(BUILD)/fuzz/obj/%.o: %.c $(TP_STAMP) $(wildcard shared/*.h guest/*.h host/include/*.h host/src/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
+
+$(BUILD)/fuzz/obj/host/src/shim.o: $(BUILD)/gen/shim_template.h
 
 FUZZ_OBJ := $(BUILD)/fuzz/obj/cJSON.o $(BUILD)/fuzz/obj/shared/protocol.o \
 	$(BUILD)/fuzz/obj/guest/tree.o $(BUILD)/fuzz/obj/guest/util.o \

@@ -63,6 +63,13 @@ def launcher():
 
 
 @pytest.fixture
+def launcher_for_anyone():
+    """The launcher, for a test that runs it as another user: BUILD is one any user may
+    reach, copied there when the build tree is not (_public_build)."""
+    return str(LAUNCHER)
+
+
+@pytest.fixture
 def run_dir(tmp_path):
     d = tmp_path / "run"
     d.mkdir()

@@ -23,10 +23,11 @@ CALLS = "host_tool_calls"
 EXIT_MARKER = "program_exit_code"
 
 
-def ml(*args, timeout=60, **kw):
-    """Runs `maf-launch ARGS...` and returns the CompletedProcess."""
-    return subprocess.run([str(LAUNCHER), *map(str, args)], capture_output=True, timeout=timeout,
-                          **kw)
+def ml(*args, timeout=60, launcher=LAUNCHER, **kw):
+    """Runs `maf-launch ARGS...` (the build's, or launcher) and returns the
+    CompletedProcess."""
+    return subprocess.run([str(launcher), *map(str, args)], capture_output=True,
+                          timeout=timeout, **kw)
 
 
 def until(pred, what, timeout=30.0):
@@ -257,7 +258,7 @@ def test_reclaim_removes_a_hostile_tree_and_nothing_outside(tmp_path):
     assert_outside_intact(outside)
 
 
-def test_reclaim_as_an_unprivileged_owner_opens_read_only_directories():
+def test_reclaim_as_an_unprivileged_owner_opens_read_only_directories(launcher_for_anyone):
     if os.geteuid() != 0:
         pytest.skip("needs root to run reclaim as another user")
     base = Path(tempfile.mkdtemp(prefix="maf-reclaim-"))
@@ -269,7 +270,8 @@ def test_reclaim_as_an_unprivileged_owner_opens_read_only_directories():
             for n in [dirpath] + [os.path.join(dirpath, x) for x in dirnames + filenames]:
                 os.lchown(n, 65534, 65534)
         os.chmod(outside, 0o755)
-        res = ml("reclaim", "--run-dir", root, user=65534, group=65534, extra_groups=[])
+        res = ml("reclaim", "--run-dir", root, launcher=launcher_for_anyone, cwd="/",
+                 user=65534, group=65534, extra_groups=[])
         assert res.returncode == 0, res.stderr
         assert not os.path.lexists(root)
         assert_outside_intact(outside)

@@ -1,0 +1,85 @@
+#!/bin/sh
+# make install-check: builds host.c against an installed libmafhost alone (PREFIX, found
+# through its pkg-config file), linked statically and shared, runs both, and checks what the
+# shared library exports and that the header compiles by itself.
+# usage: check.sh PREFIX WORKDIR   (CC from the environment, default cc)
+set -eu
+prefix=$1
+work=$2
+here=$(cd "$(dirname "$0")" && pwd)
+CC=${CC:-cc}
+export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
+export PKG_CONFIG_LIBDIR="$prefix/lib/pkgconfig"
+# Nothing from the environment may point the compiler or the loader at the build tree.
+unset CPATH C_INCLUDE_PATH LIBRARY_PATH LD_LIBRARY_PATH
+
+fail() {
+	echo "install-check: FAILED: $*" >&2
+	exit 1
+}
+
+command -v pkg-config >/dev/null || fail "pkg-config is not installed (make setup)"
+pkg-config --exists mafhost || fail "no mafhost.pc under $prefix/lib/pkgconfig"
+pc() {
+	pkg-config "$@" mafhost | sed 's/ *$//'
+}
+cflags=$(pc --cflags)
+libdir=$(pc --variable=libdir)
+echo "install-check: mafhost $(pc --modversion): --cflags '$cflags', --libs '$(pc --libs)'," \
+	"--static --libs '$(pc --static --libs)'"
+
+# The header alone, with the installed include directory only.
+printf '#include <mafhost.h>\n' > "$work/header.c"
+for std in "" "-std=c99 -pedantic -Wall -Wextra -Werror"; do
+	# shellcheck disable=SC2086
+	$CC -fsyntax-only -x c $std $cflags "$work/header.c" ||
+		fail "mafhost.h does not compile alone (${std:-default flags})"
+done
+echo "install-check: mafhost.h compiles alone, and with -std=c99 -pedantic -Wall -Wextra -Werror"
+
+build() {
+	out=$1
+	shift
+	# shellcheck disable=SC2086 # pkg-config's flags are split on purpose
+	set -- $CC -std=c99 -Wall -Wextra -Werror $cflags -o "$work/$out" "$here/host.c" "$@"
+	echo "install-check: $*"
+	"$@" || fail "host.c does not build as $out"
+}
+# Statically: the archive (-l:libmafhost.a, so the linker cannot pick the .so), then shared.
+# shellcheck disable=SC2046
+build host-static $(pc --static --libs | sed 's/-lmafhost/-l:libmafhost.a/')
+# shellcheck disable=SC2046
+build host-shared $(pc --libs) -Wl,-rpath,"$libdir"
+readelf -d "$work/host-static" | grep -q 'NEEDED.*libmafhost' &&
+	fail "host-static needs a shared libmafhost"
+readelf -d "$work/host-shared" | grep -q 'NEEDED.*\[libmafhost\.so\.[0-9]*\.[0-9]*\]' ||
+	fail "host-shared does not need libmafhost.so.MAJOR.MINOR"
+ldd "$work/host-shared" | grep -q "libmafhost.* => $libdir/" ||
+	fail "host-shared does not load $libdir's libmafhost: $(ldd "$work/host-shared")"
+
+for kind in static shared; do
+	out=$("$work/host-$kind" "$prefix/bin/maf-launch" "$here/program.py") ||
+		fail "host-$kind exited $? printing: $out"
+	[ "$out" = "$(printf '42\ncalls: 1')" ] || fail "host-$kind printed: $out"
+	echo "install-check: host-$kind printed: $(printf '%s' "$out" | tr '\n' ' ')"
+done
+
+# Both libraries export the mafh_ functions and nothing else: no cJSON_, mafp_ or mafh__
+# internals. (nm's listing of the .so holds no _init, _fini or _edata here, so nothing is
+# filtered out.)
+exports_only_mafh() {
+	others=$(printf '%s\n' "$2" | grep -Ev '^mafh_[a-z0-9]' || true)
+	[ -z "$others" ] || fail "$1 exports more than mafh_ names:" "$others"
+	echo "install-check: $1: $(printf '%s\n' "$2" | wc -l) global symbols, all mafh_"
+}
+so=$(readlink -f "$libdir/libmafhost.so")
+exports_only_mafh "nm -D --defined-only $(basename "$so")" \
+	"$(nm -D --defined-only "$so" | awk '{ print $3 }')"
+exports_only_mafh "nm --defined-only -g libmafhost.a" \
+	"$(nm --defined-only -g "$libdir/libmafhost.a" | awk 'NF == 3 { print $3 }')"
+soname=$(readelf -d "$so" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
+[ "$soname" = "libmafhost.so.$(pc --modversion | cut -d. -f1-2)" ] ||
+	fail "$so has SONAME '$soname'"
+[ "$(readlink "$libdir/$soname")" = "$(basename "$so")" ] ||
+	fail "$libdir/$soname is not a link to $(basename "$so")"
+echo "install-check: SONAME $soname; ok"
