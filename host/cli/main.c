@@ -1,54 +1,11 @@
 /* maf-host: parse the subcommand and dispatch; nothing else lives here. */
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "mafhost.h"
-
-const char *cli_prog = "maf-host";
-const char *cli_argv0 = "maf-host";
-
-/* "maf-host CMD: MESSAGE" on stderr, without the line's end. */
-static void vsay(const char *fmt, va_list ap)
-{
-	fprintf(stderr, "%s: ", cli_prog);
-	vfprintf(stderr, fmt, ap);
-}
-
-void cli_warn(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsay(fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
-void cli_usage_error(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsay(fmt, ap);
-	va_end(ap);
-	fprintf(stderr, " (try '%s --help')\n", cli_prog);
-	exit(CLI_EXIT_USAGE);
-}
-
-void cli_die(int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsay(fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(code);
-}
 
 static const struct command {
 	const char *name;
