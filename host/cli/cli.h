@@ -46,6 +46,10 @@ int cli_parse_options(int argc, char **argv, const struct cli_option *table, voi
 /* Prints the table as help lines: each option with its value, its help wrapped beside it. */
 void cli_print_options(FILE *f, const struct cli_option *table);
 
+/* Length of the valid UTF-8 sequence at s[0..len) (len > 0), or 0 if it is not one
+ * (overlongs, surrogates and code points past U+10FFFF are not). */
+size_t cli_utf8_seq(const unsigned char *s, size_t len);
+
 int cmd_run(int argc, char **argv);
 int cmd_shim(int argc, char **argv);
 void cmd_run_usage(FILE *f);
@@ -62,12 +66,11 @@ struct cli_report {
 	int exit_code;               /* maf-host's own exit code */
 };
 
-/* One JSON object on f: exit_code, status, output, output_truncated, calls, refusals, ops,
- * ops_total, ops_per_call, wall_ms, and the rest of the record. */
-void cli_report_json(FILE *f, const struct cli_report *r);
+/* One JSON object and a newline on f: exit_code, status, output, output_truncated, calls,
+ * refusals, undelivered, ops, ops_total, ops_per_call, wall_ms, error, errors, and the rest
+ * of the record. 0, or -1 when it could not be made (out of memory; nothing printed). */
+int cli_report_json(FILE *f, const struct cli_report *r);
 /* A few human lines on f: status, calls, backend operations by kind, wall time. */
 void cli_report_summary(FILE *f, const struct cli_report *r);
-/* Writes s[0..len) as a JSON string: escaped, invalid UTF-8 as U+FFFD. */
-void cli_json_string(FILE *f, const char *s, size_t len);
 
 #endif

@@ -742,7 +742,10 @@ int cmd_run(int argc, char **argv)
 	rep.exit_code = code;
 
 	if (json) {
-		cli_report_json(stdout, &rep);
+		if (cli_report_json(stdout, &rep) < 0) {
+			cli_warn("out of memory writing the report");
+			code = CLI_EXIT_FAILURE;
+		}
 	} else if (res->output_len > 0) {
 		fwrite(res->output, 1, res->output_len, stdout);
 	}
