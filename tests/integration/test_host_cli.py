@@ -58,9 +58,18 @@ def test_version(host):
     (["run", "--tool", "a=cat", "--param", "a:x:float", "x.py"], "unknown type"),
     (["run", "--tool", "a=cat", "--param", "a-x-string", "x.py"], "TOOL:NAME:TYPE"),
     (["run", "--egress", "half", "x.py"], "--egress"),
+    (["run", "--seccomp", "strict", "x.py"], "--seccomp strict: the seccomp option"),
+    (["run", "--landlock", "on", "x.py"], "--landlock on: the landlock option"),
+    (["run", "--transport", "carrier-pigeon", "x.py"], "--transport"),
+    (["run", "--max-calls", "1000000", "x.py"], "--max-calls 1000000: max_calls"),
+    (["run", "--max-output-bytes", "0", "x.py"], "--max-output-bytes 0:"),
+    (["run", "--max-response-bytes", "0", "x.py"], "--max-response-bytes 0:"),
+    (["run", "--json=yes", "x.py"], "--json takes no value"),
+    (["run", "--tool", "a=cat", "--param", "a::string", "x.py"], "--tool a: parameter"),
     (["run", "--timeout"], "needs a value"),
     (["run", "/nonexistent/program.py"], "cannot open the program"),
     (["shim", "--bogus"], "unknown option"),
+    (["shim", "extra"], "extra"),
 ])
 def test_usage_errors_exit_2_with_one_clear_line(host, args, words):
     p = mh(*args)
