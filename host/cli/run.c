@@ -80,6 +80,9 @@ static int answer(struct tool_answer *a, struct mafh_reply *reply)
 	char *text;
 	int rc;
 
+	/* The note is for the operator only: a note that cannot be kept is no failure. */
+	if (a->note)
+		mafh_reply_note(reply, a->note, a->note_len);
 	if (a->refusal) {
 		rc = mafh_reply_refuse(reply, a->refusal);
 		tool_answer_clear(a);
