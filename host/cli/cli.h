@@ -1,6 +1,7 @@
 /* maf-host: the CLI over libmafhost. main.c dispatches; options.c parses a command's options
  * and prints its help, from one table; run.c and shim.c are the commands (run_args.c parses
- * run's argv); report.c prints a run's result; tools.c runs the host's tools. */
+ * run's argv, events.c prints a run's events); report.c prints a run's result; tools.c runs
+ * the host's tools. */
 #ifndef MAFH_CLI_H
 #define MAFH_CLI_H
 

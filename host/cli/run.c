@@ -37,6 +37,7 @@ struct run_serve {
 struct run_cmd {
 	struct run_args args;
 	struct run_serve serve;
+	struct run_events events;
 	struct mafh_registry *reg;
 	struct mafh_backend *backend;
 	char *launcher;
@@ -316,6 +317,7 @@ static void judge(struct run_cmd *c, const char *option, const char *value)
 		cli_die(CLI_EXIT_FAILURE, "out of memory");
 	o.run_dir = "/maf-host";
 	o.argv = argv;
+	o.on_event = NULL;
 	rc = mafh_run_new_sansio(reg, mafh_backend_caps(c->backend), &o, &run, &err);
 	mafh_run_free(run);
 	mafh_registry_free(reg);
@@ -335,6 +337,10 @@ static void build_run_options(struct run_cmd *c)
 	o->timeout_ms = a->timeout_ms;
 	o->keep_run_dir = a->keep_run_dir;
 	o->write_shim = 1;
+	if (a->verbose) {
+		o->on_event = run_events_print;
+		o->event_ud = &c->events;
+	}
 	o->egress = a->egress;
 	judge(c, "--egress", a->egress);
 	o->seccomp = a->seccomp;
@@ -418,6 +424,7 @@ static void run_start(struct run_cmd *c)
 			cli_usage_error("%s", cli_sentence(&err, rc));
 		cli_die(CLI_EXIT_FAILURE, "cannot start the run: %s", cli_sentence(&err, rc));
 	}
+	c->events.res = mafh_run_result(c->run);
 
 	/* Tools run on the host's clock, never past the run's deadline. */
 	c->serve.deadline_ms = mono_ms() + a->timeout_ms;

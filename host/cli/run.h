@@ -1,5 +1,6 @@
 /* maf-host run, in steps: run_args.c parses argv into struct run_args; run.c builds the
- * registry, the backend and the run options from it, runs, and reports. */
+ * registry, the backend and the run options from it, runs, and reports; events.c prints the
+ * run's events for --verbose. */
 #ifndef MAFH_CLI_RUN_H
 #define MAFH_CLI_RUN_H
 
@@ -49,6 +50,7 @@ struct run_args {
 	int keep_run_dir;
 	int json;
 	int summary;
+	int verbose;
 	const char *program_path;
 	char **program_args;          /* borrowed from argv */
 	size_t n_program_args;
@@ -60,5 +62,12 @@ struct run_args {
 /* Fills *a from argv (argv[0] is "run"); a usage error exits 2. Free with run_args_free. */
 void run_args_parse(struct run_args *a, int argc, char **argv);
 void run_args_free(struct run_args *a);
+
+/* A mafh_event_fn for --verbose: one line on stderr per event (a refusal's detail on the
+ * lines after it). ud is a struct run_events. */
+struct run_events {
+	const struct mafh_run_result *res;   /* the run's result once made, for the counts */
+};
+void run_events_print(const struct mafh_event *ev, void *ud);
 
 #endif

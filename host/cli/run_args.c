@@ -228,7 +228,8 @@ static const struct cli_option options[] = {
 	{"--tool", "NAME=COMMAND", set_tool, 0,
 	 "serve NAME by running COMMAND once per call: the call's arguments (a JSON object) on "
 	 "its stdin, its stdout one JSON value; a non-zero exit is a refusal carrying the "
-	 "first line of its stderr; output that is not JSON is a refusal"},
+	 "first line of its stderr; output that is not JSON is a refusal (--verbose shows what "
+	 "the tool printed)"},
 	{"--tools-server", "COMMAND", set_tools_server, 0,
 	 "start COMMAND once; it serves every --tool NAME given without '=' over "
 	 "newline-delimited JSON on its stdin and stdout: {\"id\": N, \"name\": ..., "
@@ -286,6 +287,10 @@ static const struct cli_option options[] = {
 	{"--summary", NULL, set_flag, AT(summary),
 	 "after the output, print a run summary on stderr (calls, backend operations by kind, "
 	 "wall time)"},
+	{"--verbose", NULL, set_flag, AT(verbose),
+	 "print what happens on stderr as it happens, a line each: the program started, each "
+	 "call served, refused (what the tool printed indented below) or never delivered, each "
+	 "error, the end"},
 	{"--help", NULL, NULL, 0, "print this help"},
 	{NULL, NULL, NULL, 0, NULL},
 };

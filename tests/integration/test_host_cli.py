@@ -10,7 +10,7 @@ from conftest import HOST, host_run, host_tool
 RUN_OPTIONS = ["--tool", "--tools-server", "--param", "--tool-timeout", "--timeout",
                "--max-calls", "--max-output-bytes", "--max-response-bytes", "--backend",
                "--simulate-latency-ms", "--transport", "--egress", "--seccomp", "--landlock",
-               "--keep-run-dir", "--json", "--summary", "--help"]
+               "--keep-run-dir", "--json", "--summary", "--verbose", "--help"]
 
 
 def mh(*args, **kw):
@@ -83,6 +83,7 @@ def test_version(host):
     (["run", "--max-output-bytes", "0", "x.py"], "--max-output-bytes 0:"),
     (["run", "--max-response-bytes", "0", "x.py"], "--max-response-bytes 0:"),
     (["run", "--json=yes", "x.py"], "--json takes no value"),
+    (["run", "--verbose=1", "x.py"], "--verbose takes no value"),
     (["run", "--tool", "a=cat", "--param", "a::string", "x.py"], "--tool a: parameter"),
     (["run", "--timeout"], "needs a value"),
     (["run", "/nonexistent/program.py"], "cannot open the program"),
