@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "protocol.h"
 #include "tools.h"
 
@@ -109,20 +110,31 @@ static int refuse(struct tool_answer *a, const char *fmt, ...)
 	return a->refusal ? 0 : -1;
 }
 
-/* Copies at most REFUSAL_MAX bytes of the first line of buf, control bytes as '?', so a
- * tool's words can become a sentence without carrying a terminal escape or a newline. */
+/* Copies at most REFUSAL_MAX bytes of the first line of buf, control bytes and bytes that
+ * are not UTF-8 as '?', so a tool's words can become a sentence without carrying a terminal
+ * escape or a newline, and the JSON the program reads it from stays UTF-8 (its shim cannot
+ * decode a response that is not). */
 static void first_line(char *dst, size_t size, const char *buf, size_t len)
 {
-	size_t i, n = 0;
+	const unsigned char *s = (const unsigned char *)buf;
+	size_t i = 0, n = 0, seq;
 
-	while (len > 0 && (buf[0] == '\n' || buf[0] == '\r' || buf[0] == ' ')) {
-		buf++;
+	while (len > 0 && (s[0] == '\n' || s[0] == '\r' || s[0] == ' ')) {
+		s++;
 		len--;
 	}
-	for (i = 0; i < len && buf[i] != '\n' && n + 1 < size && n < REFUSAL_MAX; i++) {
-		unsigned char c = (unsigned char)buf[i];
-
-		dst[n++] = (c < 0x20 || c == 0x7f) ? '?' : (char)c;
+	while (i < len && s[i] != '\n') {
+		seq = cli_utf8_seq(s + i, len - i);
+		if (n + (seq ? seq : 1) >= size || n + (seq ? seq : 1) > REFUSAL_MAX)
+			break;
+		if (seq == 0 || s[i] < 0x20 || s[i] == 0x7f) {
+			dst[n++] = '?';
+			i++;
+			continue;
+		}
+		memcpy(dst + n, s + i, seq);
+		n += seq;
+		i += seq;
 	}
 	while (n > 0 && (dst[n - 1] == '\r' || dst[n - 1] == ' ' || dst[n - 1] == '?'))
 		n--;

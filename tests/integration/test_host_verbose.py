@@ -79,6 +79,17 @@ def test_verbose_makes_control_characters_visible(host):
     assert b"    bad\\x1b[2J\\x07" in err, err
 
 
+def test_tool_words_that_are_not_utf8(host):
+    # The refusal the program reads stays UTF-8 (its shim could not decode it otherwise);
+    # --verbose shows the bytes as the tool printed them, escaped.
+    tool = "printf 'bad \\377\\376 bytes \\303\\251\\n' >&2; exit 1"
+    proc, rep = host_run("calls.py", "--verbose", "--tool", "t=" + tool,
+                         args=[json.dumps([["t", {}]])])
+    assert proc.returncode == 0, proc.stderr
+    assert output_lines(rep) == [{"refusal": "bad ?? bytes \u00e9"}], rep["output"]
+    assert "    bad \\xff\\xfe bytes \u00e9" in proc.stderr.decode(), proc.stderr
+
+
 def test_errors_are_listed_and_shown(host):
     proc, rep = host_run("forever.py", "--verbose", "--timeout", "1", timeout=60)
     assert proc.returncode == 124, proc.stderr
