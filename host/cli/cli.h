@@ -1,5 +1,7 @@
-/* maf-host: the CLI over libmafhost. main.c dispatches; run.c and shim.c are the commands;
- * report.c prints a run's result; tools.c runs the host's tools. */
+/* maf-host: the CLI over libmafhost. main.c dispatches; options.c parses a command's options
+ * and prints its help, from one table; run.c and shim.c are the commands (run_args.c parses
+ * run's argv, events.c prints a run's events); report.c prints a run's result; tools.c runs
+ * the host's tools. */
 #ifndef MAFH_CLI_H
 #define MAFH_CLI_H
 
@@ -21,6 +23,33 @@ __attribute__((format(printf, 1, 2))) void cli_warn(const char *fmt, ...);
 __attribute__((noreturn, format(printf, 1, 2))) void cli_usage_error(const char *fmt, ...);
 /* Prints "PROG: MESSAGE" and exits with code. */
 __attribute__((noreturn, format(printf, 2, 3))) void cli_die(int code, const char *fmt, ...);
+/* The sentence of a library error: its message, else the name of its code (borrowed). */
+const char *cli_sentence(const struct mafh_error *err, int code);
+
+/* One option of a command. A command's table is both its parser and its help, so the two
+ * cannot drift. */
+struct cli_option {
+	const char *name;          /* "--timeout"; NULL for a heading (help is its text) */
+	const char *arg;           /* the value's name in the help ("S"); NULL for a flag */
+	/* Takes the value (NULL for a flag) into the command's options (ctx); a value it
+	 * cannot parse is a usage error naming opt->name. NULL only for --help. */
+	void (*set)(void *ctx, const struct cli_option *opt, const char *value);
+	size_t offset;             /* for the setter: where in ctx the value goes, if it says */
+	const char *help;          /* one paragraph: wrapped when printed */
+};
+
+/* Parses the options in argv[1..] against table (ended by a row of NULLs): --name VALUE,
+ * --name=VALUE, or --name for a flag. Stops at the first operand (returns its index, argc if
+ * none) or after "--". --help and -h print usage on stdout and exit 0; an unknown option, a
+ * missing value or a value given to a flag is a usage error. */
+int cli_parse_options(int argc, char **argv, const struct cli_option *table, void *ctx,
+		      void (*usage)(FILE *f));
+/* Prints the table as help lines: each option with its value, its help wrapped beside it. */
+void cli_print_options(FILE *f, const struct cli_option *table);
+
+/* Length of the valid UTF-8 sequence at s[0..len) (len > 0), or 0 if it is not one
+ * (overlongs, surrogates and code points past U+10FFFF are not). */
+size_t cli_utf8_seq(const unsigned char *s, size_t len);
 
 int cmd_run(int argc, char **argv);
 int cmd_shim(int argc, char **argv);
@@ -38,12 +67,11 @@ struct cli_report {
 	int exit_code;               /* maf-host's own exit code */
 };
 
-/* One JSON object on f: exit_code, status, output, output_truncated, calls, refusals, ops,
- * ops_total, ops_per_call, wall_ms, and the rest of the record. */
-void cli_report_json(FILE *f, const struct cli_report *r);
+/* One JSON object and a newline on f: exit_code, status, output, output_truncated, calls,
+ * refusals, undelivered, ops, ops_total, ops_per_call, wall_ms, error, errors, and the rest
+ * of the record. 0, or -1 when it could not be made (out of memory; nothing printed). */
+int cli_report_json(FILE *f, const struct cli_report *r);
 /* A few human lines on f: status, calls, backend operations by kind, wall time. */
 void cli_report_summary(FILE *f, const struct cli_report *r);
-/* Writes s[0..len) as a JSON string: escaped, invalid UTF-8 as U+FFFD. */
-void cli_json_string(FILE *f, const char *s, size_t len);
 
 #endif

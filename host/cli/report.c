@@ -1,12 +1,13 @@
 /* maf-host run's report: one JSON object (--json), or a human summary (--summary). */
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "cJSON.h"
 #include "cli.h"
 
-/* Length of the valid UTF-8 sequence at s[0..len), or 0 if it is not one (overlongs,
- * surrogates and code points past U+10FFFF are not). */
-static size_t utf8_seq(const unsigned char *s, size_t len)
+size_t cli_utf8_seq(const unsigned char *s, size_t len)
 {
 	size_t n, i;
 	unsigned cp;
@@ -38,63 +39,130 @@ static size_t utf8_seq(const unsigned char *s, size_t len)
 	return n;
 }
 
-void cli_json_string(FILE *f, const char *str, size_t len)
+/* s[0..len) as valid UTF-8, each byte that is not part of a valid sequence replaced by
+ * U+FFFD; NUL bytes kept. NUL-terminated and malloc'd, *out_len its length, or NULL. */
+static char *utf8_sanitise(const char *str, size_t len, size_t *out_len)
 {
 	const unsigned char *s = (const unsigned char *)str;
-	size_t i = 0;
+	char *d = malloc(len * 3 + 1);
+	size_t i = 0, o = 0;
 
-	fputc('"', f);
+	if (!d)
+		return NULL;
 	while (i < len) {
-		unsigned char ch = s[i];
-		size_t n;
+		size_t n = cli_utf8_seq(s + i, len - i);
 
-		switch (ch) {
-		case '"':
-			fputs("\\\"", f);
-			i++;
-			continue;
-		case '\\':
-			fputs("\\\\", f);
-			i++;
-			continue;
-		case '\n':
-			fputs("\\n", f);
-			i++;
-			continue;
-		case '\r':
-			fputs("\\r", f);
-			i++;
-			continue;
-		case '\t':
-			fputs("\\t", f);
-			i++;
-			continue;
-		default:
-			break;
-		}
-		if (ch < 0x20 || ch == 0x7f) {
-			fprintf(f, "\\u%04x", ch);
-			i++;
-			continue;
-		}
-		n = utf8_seq(s + i, len - i);
 		if (n == 0) {
-			fputs("\\ufffd", f);
+			memcpy(d + o, "\xef\xbf\xbd", 3);
+			o += 3;
 			i++;
 			continue;
 		}
-		fwrite(s + i, 1, n, f);
+		memcpy(d + o, s + i, n);
+		o += n;
 		i += n;
 	}
-	fputc('"', f);
+	d[o] = '\0';
+	*out_len = o;
+	return d;
 }
 
-static void json_cstr(FILE *f, const char *s)
+/* cJSON takes a string up to its first NUL, and a program's output may hold NUL bytes: such
+ * a string is printed by cJSON a piece at a time, the pieces between the NULs, and they are
+ * joined with \u0000 into a raw value, so that every escape is still cJSON's. s is valid
+ * UTF-8 with s[len] == '\0'. */
+static cJSON *string_with_nuls(const char *s, size_t len)
 {
-	if (s)
-		cli_json_string(f, s, strlen(s));
-	else
-		fputs("null", f);
+	/* A byte takes at most 6 as an escape (\u00XX); cJSON asks 5 spare for its own. */
+	size_t cap = len * 6 + 16, at = 0, off = 0;
+	char *joined = malloc(cap), *piece_text = malloc(cap);
+	cJSON *piece = cJSON_CreateStringReference(""), *raw = NULL;
+
+	/* cJSON takes the buffer's length as an int. */
+	if (!joined || !piece_text || !piece || len > (INT_MAX - 16) / 6)
+		goto out;
+	joined[at++] = '"';
+	for (;;) {
+		size_t n = strlen(s + off), printed;
+
+		piece->valuestring = (char *)(s + off);
+		if (!cJSON_PrintPreallocated(piece, piece_text, (int)(n * 6 + 16), 0))
+			goto out;
+		/* Without its quotes. */
+		printed = strlen(piece_text) - 2;
+		memcpy(joined + at, piece_text + 1, printed);
+		at += printed;
+		off += n;
+		if (off >= len)
+			break;
+		memcpy(joined + at, "\\u0000", 6);
+		at += 6;
+		off++;
+	}
+	joined[at++] = '"';
+	joined[at] = '\0';
+	raw = cJSON_CreateRaw(joined);
+out:
+	cJSON_Delete(piece);
+	free(piece_text);
+	free(joined);
+	return raw;
+}
+
+/* A JSON string of s[0..len): invalid UTF-8 as U+FFFD, NUL bytes as \u0000. NULL when out of
+ * memory. */
+static cJSON *text(const char *s, size_t len)
+{
+	size_t clean_len;
+	char *clean = utf8_sanitise(s, len, &clean_len);
+	cJSON *item;
+
+	if (!clean)
+		return NULL;
+	item = memchr(clean, '\0', clean_len) ? string_with_nuls(clean, clean_len)
+					      : cJSON_CreateString(clean);
+	free(clean);
+	return item;
+}
+
+/* s as a JSON string, or null for NULL. */
+static cJSON *text_or_null(const char *s)
+{
+	return s ? text(s, strlen(s)) : cJSON_CreateNull();
+}
+
+static cJSON *number(long long v)
+{
+	return cJSON_CreateNumber((double)v);
+}
+
+/* Adds item (taken; NULL when making it ran out of memory) to object as key. The first
+ * failure is kept in *failed, so that an object is filled in one straight run. */
+static void put(cJSON *object, const char *key, cJSON *item, int *failed)
+{
+	if (!item || !cJSON_AddItemToObject(object, key, item)) {
+		cJSON_Delete(item);
+		*failed = 1;
+	}
+}
+
+/* The library's errors, one sentence a line, as an array of strings. */
+static cJSON *errors_list(const char *errors)
+{
+	cJSON *list = cJSON_CreateArray();
+
+	while (list && errors && *errors) {
+		size_t n = strcspn(errors, "\n");
+		cJSON *item = n ? text(errors, n) : NULL;
+
+		if (n && (!item || !cJSON_AddItemToArray(list, item))) {
+			cJSON_Delete(item);
+			cJSON_Delete(list);
+			return NULL;
+		}
+		errors += n + (errors[n] == '\n');
+	}
+	return list;
 }
 
 static long long ops_total(const struct mafh_op_counts *o)
@@ -102,7 +170,7 @@ static long long ops_total(const struct mafh_op_counts *o)
 	return (long long)(o->exec + o->read + o->write + o->stat);
 }
 
-/* The run error to report: ours (the tools server), else the library's. */
+/* The run error to report: the library's, else ours (the tools server). */
 static const char *run_error(const struct cli_report *r)
 {
 	if (r->res->error.message[0])
@@ -112,64 +180,92 @@ static const char *run_error(const struct cli_report *r)
 	return r->error;
 }
 
-void cli_report_json(FILE *f, const struct cli_report *r)
+static cJSON *ops_object(const struct mafh_op_counts *ops, int *failed)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	put(o, "exec", number(ops->exec), failed);
+	put(o, "read", number(ops->read), failed);
+	put(o, "write", number(ops->write), failed);
+	put(o, "stat", number(ops->stat), failed);
+	put(o, "wait", number(ops->wait), failed);
+	return o;
+}
+
+static cJSON *ops_per_call(const struct mafh_run_result *res)
+{
+	char per_call[32];
+
+	if (res->calls <= 0)
+		return cJSON_CreateNull();
+	/* Printed as it always was, so that it stays a JSON float: cJSON prints 2.0 as 2. */
+	snprintf(per_call, sizeof(per_call), "%.4f",
+		 (double)ops_total(&res->ops) / (double)res->calls);
+	return cJSON_CreateRaw(per_call);
+}
+
+static cJSON *record_object(const struct mafh_exit_record *rec, int *failed)
+{
+	cJSON *r;
+
+	if (!rec->have_record)
+		return cJSON_CreateNull();
+	r = cJSON_CreateObject();
+	put(r, "status", text_or_null(rec->status), failed);
+	put(r, "exit_code", number(rec->exit_code), failed);
+	put(r, "signal", number(rec->signal), failed);
+	put(r, "wall_ms", number(rec->wall_ms), failed);
+	put(r, "cpu_ms", number(rec->cpu_ms), failed);
+	put(r, "peak_rss_kb", number(rec->peak_rss_kb), failed);
+	put(r, "output_bytes", number(rec->output_bytes), failed);
+	put(r, "output_truncated", cJSON_CreateBool(rec->output_truncated), failed);
+	put(r, "calls", number(rec->calls), failed);
+	put(r, "undelivered", number(rec->undelivered), failed);
+	put(r, "seccomp", text_or_null(rec->seccomp), failed);
+	put(r, "landlock", text_or_null(rec->landlock), failed);
+	put(r, "error", text_or_null(rec->error), failed);
+	return r;
+}
+
+int cli_report_json(FILE *f, const struct cli_report *r)
 {
 	const struct mafh_run_result *res = r->res;
-	const struct mafh_exit_record *rec = &res->record;
-	long long total = ops_total(&res->ops);
+	cJSON *o = cJSON_CreateObject();
+	char *printed;
+	int failed = 0;
 
-	fprintf(f, "{\"exit_code\": %d, \"status\": ", res->exit_code);
-	json_cstr(f, mafh_run_status_name(res->status));
-	fprintf(f, ", \"host_exit_code\": %d", r->exit_code);
-	fputs(", \"output\": ", f);
-	cli_json_string(f, res->output ? res->output : "", res->output ? res->output_len : 0);
-	fprintf(f, ", \"output_truncated\": %s", res->output_truncated ? "true" : "false");
-	fprintf(f, ", \"calls\": %lld, \"refusals\": %lld", (long long)res->calls,
-		(long long)res->refusals);
-	fprintf(f, ", \"ops\": {\"exec\": %lld, \"read\": %lld, \"write\": %lld, "
-		   "\"stat\": %lld, \"wait\": %lld}",
-		(long long)res->ops.exec, (long long)res->ops.read, (long long)res->ops.write,
-		(long long)res->ops.stat, (long long)res->ops.wait);
-	fprintf(f, ", \"ops_total\": %lld", total);
-	if (res->calls > 0)
-		fprintf(f, ", \"ops_per_call\": %.4f", (double)total / (double)res->calls);
-	else
-		fputs(", \"ops_per_call\": null", f);
-	fprintf(f, ", \"wall_ms\": %lld", (long long)res->wall_ms);
-	fputs(", \"error\": ", f);
-	json_cstr(f, run_error(r));
-	fputs(", \"tools_server_error\": ", f);
-	json_cstr(f, r->error);
-	fputs(", \"backend\": ", f);
-	json_cstr(f, r->backend);
-	fputs(", \"transport\": ", f);
-	json_cstr(f, r->transport);
-	fprintf(f, ", \"simulated_latency_ms\": %lld", r->latency_ms);
-	fprintf(f, ", \"pid\": %lld, \"supervisor_pid\": %lld, \"session\": %s",
-		(long long)res->pid, (long long)res->supervisor_pid,
-		res->session ? "true" : "false");
-	fputs(", \"run_dir\": ", f);
-	json_cstr(f, r->run_dir);
-	fputs(", \"record\": ", f);
-	if (rec->have_record) {
-		fputs("{\"status\": ", f);
-		json_cstr(f, rec->status);
-		fprintf(f, ", \"exit_code\": %d, \"signal\": %d, \"wall_ms\": %lld, "
-			   "\"cpu_ms\": %lld, \"peak_rss_kb\": %lld, \"output_bytes\": %lld, "
-			   "\"output_truncated\": %s, \"calls\": %lld, \"seccomp\": ",
-			rec->exit_code, rec->signal, (long long)rec->wall_ms, (long long)rec->cpu_ms,
-			(long long)rec->peak_rss_kb, (long long)rec->output_bytes,
-			rec->output_truncated ? "true" : "false", (long long)rec->calls);
-		json_cstr(f, rec->seccomp);
-		fputs(", \"landlock\": ", f);
-		json_cstr(f, rec->landlock);
-		fputs(", \"error\": ", f);
-		json_cstr(f, rec->error);
-		fputs("}", f);
-	} else {
-		fputs("null", f);
-	}
-	fputs("}\n", f);
+	put(o, "exit_code", number(res->exit_code), &failed);
+	put(o, "status", text_or_null(mafh_run_status_name(res->status)), &failed);
+	put(o, "host_exit_code", number(r->exit_code), &failed);
+	put(o, "output", text(res->output ? res->output : "", res->output ? res->output_len : 0),
+	    &failed);
+	put(o, "output_truncated", cJSON_CreateBool(res->output_truncated), &failed);
+	put(o, "calls", number(res->calls), &failed);
+	put(o, "refusals", number(res->refusals), &failed);
+	put(o, "undelivered", number(res->undelivered), &failed);
+	put(o, "ops", ops_object(&res->ops, &failed), &failed);
+	put(o, "ops_total", number(ops_total(&res->ops)), &failed);
+	put(o, "ops_per_call", ops_per_call(res), &failed);
+	put(o, "wall_ms", number(res->wall_ms), &failed);
+	put(o, "error", text_or_null(run_error(r)), &failed);
+	put(o, "errors", errors_list(res->errors), &failed);
+	put(o, "tools_server_error", text_or_null(r->error), &failed);
+	put(o, "backend", text_or_null(r->backend), &failed);
+	put(o, "transport", text_or_null(r->transport), &failed);
+	put(o, "simulated_latency_ms", number(r->latency_ms), &failed);
+	put(o, "pid", number(res->pid), &failed);
+	put(o, "supervisor_pid", number(res->supervisor_pid), &failed);
+	put(o, "session", cJSON_CreateBool(res->session), &failed);
+	put(o, "run_dir", text_or_null(r->run_dir), &failed);
+	put(o, "record", record_object(&res->record, &failed), &failed);
+	printed = failed ? NULL : cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	if (!printed)
+		return -1;
+	fputs(printed, f);
+	fputc('\n', f);
+	free(printed);
+	return 0;
 }
 
 void cli_report_summary(FILE *f, const struct cli_report *r)
@@ -184,8 +280,11 @@ void cli_report_summary(FILE *f, const struct cli_report *r)
 	if (res->record.have_record)
 		fprintf(f, " (seccomp %s, landlock %s)", res->record.seccomp, res->record.landlock);
 	fputc('\n', f);
-	fprintf(f, "calls           %lld served, %lld of them refused\n", (long long)res->calls,
+	fprintf(f, "calls           %lld served, %lld of them refused", (long long)res->calls,
 		(long long)res->refusals);
+	if (res->undelivered)
+		fprintf(f, "; %lld answers never delivered", (long long)res->undelivered);
+	fputc('\n', f);
 	fprintf(f, "backend ops     %lld exec, %lld read, %lld write, %lld stat: %lld in all",
 		(long long)res->ops.exec, (long long)res->ops.read, (long long)res->ops.write,
 		(long long)res->ops.stat, total);

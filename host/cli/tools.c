@@ -11,15 +11,25 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "protocol.h"
 #include "tools.h"
 
-#define STDERR_KEEP 4096        /* bytes of a tool's stderr kept for its refusal */
+#define STDERR_KEEP TOOL_NOTE_MAX /* bytes of a tool's stderr kept for its refusal's note */
+#define NOTE_TAIL 64            /* a note's room for a part's heading and its count */
 #define REFUSAL_MAX 1000        /* bytes of a sentence taken from a tool */
 #define SLICE_MS 100            /* how often a waiting call looks at tools_cancel */
 #define LINGER_MS 200           /* pipes held open past the shell's exit */
 
 volatile sig_atomic_t tools_cancel;
+
+/* A growable buffer with a cap: past the cap is an error, never a silent truncation. */
+struct buf {
+	char *data;
+	size_t len, cap_bytes;
+	int over;               /* more than cap_bytes arrived */
+	size_t dropped;         /* bytes past cap_bytes read and dropped (keep_past_cap) */
+};
 
 static long long mono_ms(void)
 {
@@ -33,8 +43,56 @@ void tool_answer_clear(struct tool_answer *a)
 {
 	cJSON_Delete(a->value);
 	free(a->refusal);
-	a->value = NULL;
-	a->refusal = NULL;
+	free(a->note);
+	memset(a, 0, sizeof(*a));
+}
+
+/* Appends to a's note: label on a line of its own (when not NULL), then at most max bytes of
+ * data[0..len), then a line counting what was not kept (the rest of data, and dropped
+ * bytes the caller never kept). The note never passes TOOL_NOTE_MAX. A note that cannot be
+ * kept (out of memory) is left out: the answer stands without it. */
+static void note_add(struct tool_answer *a, const char *label, const char *data, size_t len,
+		     size_t dropped, size_t max)
+{
+	size_t take = len < max ? len : max, room;
+
+	if (!a->note && !(a->note = malloc(TOOL_NOTE_MAX + 1)))
+		return;
+	room = TOOL_NOTE_MAX + 1 - a->note_len;
+	if (label && room > 2) {
+		int n = snprintf(a->note + a->note_len, room, "%s%s\n",
+				 a->note_len && a->note[a->note_len - 1] != '\n' ? "\n" : "",
+				 label);
+
+		a->note_len += (size_t)n < room ? (size_t)n : room - 1;
+	}
+	room = TOOL_NOTE_MAX + 1 - a->note_len;
+	if (take >= room)
+		take = room - 1;
+	memcpy(a->note + a->note_len, data, take);
+	a->note_len += take;
+	room = TOOL_NOTE_MAX + 1 - a->note_len;
+	if (len - take + dropped > 0 && room > 1) {
+		int n = snprintf(a->note + a->note_len, room, "%s(%zu more bytes not kept)\n",
+				 take && data[take - 1] != '\n' ? "\n" : "",
+				 len - take + dropped);
+
+		a->note_len += (size_t)n < room ? (size_t)n : room - 1;
+	}
+	a->note[a->note_len] = '\0';
+}
+
+/* A refused command's note: what it printed on stdout (out, when not NULL) and stderr, each
+ * headed by its name when both are there, and then half the room each. */
+static void command_note(struct tool_answer *a, const struct buf *out, const struct buf *err)
+{
+	int has_out = out && (out->len || out->dropped), has_err = err->len || err->dropped;
+	size_t max = (has_out && has_err ? TOOL_NOTE_MAX / 2 : TOOL_NOTE_MAX) - NOTE_TAIL;
+
+	if (has_out)
+		note_add(a, has_err ? "stdout:" : NULL, out->data, out->len, out->dropped, max);
+	if (has_err)
+		note_add(a, has_out ? "stderr:" : NULL, err->data, err->len, err->dropped, max);
 }
 
 static int refuse(struct tool_answer *a, const char *fmt, ...)
@@ -52,20 +110,31 @@ static int refuse(struct tool_answer *a, const char *fmt, ...)
 	return a->refusal ? 0 : -1;
 }
 
-/* Copies at most REFUSAL_MAX bytes of the first line of buf, control bytes as '?', so a
- * tool's words can become a sentence without carrying a terminal escape or a newline. */
+/* Copies at most REFUSAL_MAX bytes of the first line of buf, control bytes and bytes that
+ * are not UTF-8 as '?', so a tool's words can become a sentence without carrying a terminal
+ * escape or a newline, and the JSON the program reads it from stays UTF-8 (its shim cannot
+ * decode a response that is not). */
 static void first_line(char *dst, size_t size, const char *buf, size_t len)
 {
-	size_t i, n = 0;
+	const unsigned char *s = (const unsigned char *)buf;
+	size_t i = 0, n = 0, seq;
 
-	while (len > 0 && (buf[0] == '\n' || buf[0] == '\r' || buf[0] == ' ')) {
-		buf++;
+	while (len > 0 && (s[0] == '\n' || s[0] == '\r' || s[0] == ' ')) {
+		s++;
 		len--;
 	}
-	for (i = 0; i < len && buf[i] != '\n' && n + 1 < size && n < REFUSAL_MAX; i++) {
-		unsigned char c = (unsigned char)buf[i];
-
-		dst[n++] = (c < 0x20 || c == 0x7f) ? '?' : (char)c;
+	while (i < len && s[i] != '\n') {
+		seq = cli_utf8_seq(s + i, len - i);
+		if (n + (seq ? seq : 1) >= size || n + (seq ? seq : 1) > REFUSAL_MAX)
+			break;
+		if (seq == 0 || s[i] < 0x20 || s[i] == 0x7f) {
+			dst[n++] = '?';
+			i++;
+			continue;
+		}
+		memcpy(dst + n, s + i, seq);
+		n += seq;
+		i += seq;
 	}
 	while (n > 0 && (dst[n - 1] == '\r' || dst[n - 1] == ' ' || dst[n - 1] == '?'))
 		n--;
@@ -152,12 +221,6 @@ static int kill_reap(struct child *c)
 	return st;
 }
 
-/* A growable buffer with a cap: past the cap is an error, never a silent truncation. */
-struct buf {
-	char *data;
-	size_t len, cap_bytes;
-	int over;               /* more than cap_bytes arrived */
-};
 
 /* Appends what fd has to b. Returns 1 if more may come, 0 at EOF, -1 on error or when the
  * cap is passed (b->over), -2 on out of memory. */
@@ -180,6 +243,7 @@ static int buf_drain(struct buf *b, int fd, int keep_past_cap)
 		if (b->len + take > b->cap_bytes) {
 			take = b->cap_bytes - b->len;
 			b->over = 1;
+			b->dropped += (size_t)n - take;
 		}
 		if (take > 0) {
 			char *p = realloc(b->data, b->len + take + 1);
@@ -213,7 +277,7 @@ int tool_command_call(const char *name, const char *command, const char *args_js
 		      size_t out_max, long long timeout_ms, struct tool_answer *a)
 {
 	struct child c;
-	struct buf out = {NULL, 0, out_max, 0}, err = {NULL, 0, STDERR_KEEP, 0};
+	struct buf out = {.cap_bytes = out_max}, err = {.cap_bytes = STDERR_KEEP};
 	size_t in_len = strlen(args_json), in_off = 0;
 	long long deadline = mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
 	int st = 0, rc = -1, timed_out = 0, out_over = 0, reaped = 0, cancelled = 0;
@@ -340,6 +404,9 @@ int tool_command_call(const char *name, const char *command, const char *args_js
 out_kill:
 	kill_reap(&c);
 out_free:
+	/* Refused once the command ran: what it printed is for the operator to see. */
+	if (rc == 0 && a->refusal)
+		command_note(a, out_over ? NULL : &out, &err);
 	close_fd(&c.in);
 	close_fd(&c.out);
 	close_fd(&c.err);
@@ -463,7 +530,7 @@ static int write_line(struct tools_server *s, const char *line, size_t len, long
  * timeout, -3 when the line is longer than line_max, -4 out of memory, -5 cancelled. */
 static int read_line(struct tools_server *s, char **line, size_t *len, long long deadline)
 {
-	struct buf b = {s->pending, s->pending_len, s->line_max + 1, 0};
+	struct buf b = {.data = s->pending, .len = s->pending_len, .cap_bytes = s->line_max + 1};
 	char *nl;
 
 	s->pending = NULL;
@@ -624,6 +691,8 @@ int tools_server_call(struct tools_server *s, const char *name, const cJSON *arg
 	}
 	if (s->error[0]) {
 		rc = refuse(a, "the tool %s did not answer: %s", name, s->error);
+		if (rc == 0)
+			note_add(a, NULL, line, line_len, 0, TOOL_NOTE_MAX - NOTE_TAIL);
 		goto out;
 	}
 	if (refusal) {

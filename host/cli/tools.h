@@ -14,19 +14,27 @@
  * one: the run is stopping. Calls notice it within about 100 ms. */
 extern volatile sig_atomic_t tools_cancel;
 
+/* The most a note keeps: what libmafhost keeps of one (mafh_reply_note). */
+#define TOOL_NOTE_MAX (64u << 10)
+
 /* The outcome of one call: exactly one of value (owned, free with cJSON_Delete) and refusal
- * (owned, malloc'd sentence) is set. */
+ * (owned, malloc'd sentence) is set. A refusal may come with a note (owned, malloc'd, NULL
+ * if none): what the tool printed, for the operator and never for the program, at most
+ * TOOL_NOTE_MAX bytes, with what was not kept counted in its last line. */
 struct tool_answer {
 	cJSON *value;
 	char *refusal;
+	char *note;
+	size_t note_len;
 };
 
 void tool_answer_clear(struct tool_answer *a);
 
 /* Runs `sh -c command` with args_json on its stdin; its stdout (at most out_max bytes) must
  * be one JSON value. A non-zero exit is a refusal carrying the first line of its stderr.
- * After timeout_ms the command's process group is killed and the call refused. name is used
- * in sentences only. Returns 0 with *a filled, or -1 (out of memory; *a empty). */
+ * After timeout_ms the command's process group is killed and the call refused. A refusal's
+ * note holds what the command printed: its stdout (unless past out_max) and its stderr. name
+ * is used in sentences only. Returns 0 with *a filled, or -1 (out of memory; *a empty). */
 int tool_command_call(const char *name, const char *command, const char *args_json,
 		      size_t out_max, long long timeout_ms, struct tool_answer *a);
 
@@ -41,8 +49,9 @@ struct tools_server *tools_server_start(const char *command, size_t line_max, ch
 /* Sends {"id": N, "name": name, "arguments": args} and waits at most timeout_ms for
  * {"id": N, "value": ...} or {"id": N, "refusal": "..."}. A server that has ended, answers
  * garbage, a wrong id or too long a line, or is too slow is marked failed (and killed): this
- * call and every later one are refused, and tools_server_error() says why. args is borrowed.
- * Returns 0 with *a filled, or -1 (out of memory). */
+ * call and every later one are refused, and tools_server_error() says why; an answer line it
+ * could not take is the refusal's note. args is borrowed. Returns 0 with *a filled, or -1
+ * (out of memory). */
 int tools_server_call(struct tools_server *s, const char *name, const cJSON *args,
 		      long long timeout_ms, struct tool_answer *a);
 
