@@ -101,10 +101,6 @@ def test_errors_are_listed_and_shown(host):
     assert events[-1] == P + "the run timed out after 1 s and was stopped", events
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "the launcher does not yet list the calls still in flight at the program's end under "
-    "\"undelivered\" in its exit record (guest/channel.c); libmafhost takes them back from "
-    "that list"))
 def test_call_in_flight_when_the_program_exits_is_undelivered(host):
     proc, rep = host_run("call_then_exit.py", "--verbose", "--tool", "slow=sleep 1; cat",
                          args=["slow", "0.3"], timeout=60)
