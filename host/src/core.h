@@ -143,6 +143,10 @@ void mafh__request_judge(const struct mafh_registry *reg, const struct mafh_limi
 			 int64_t answered, const char *buf, size_t len, long expect_id,
 			 struct mafh__judged *j);
 
+/* Makes s (NUL-terminated) fit for a refusal in place: bytes that do not form valid UTF-8,
+ * and control characters, become '?'. */
+void mafh__sentence_clean(char *s);
+
 /* The response text for a tool's result (a CALL op's result): {"value": V} when the tool
  * gave one JSON value within the caps (max_response_bytes, and the run's total so far
  * against max_total_response_bytes), else {"refusal": S} with S saying why. Returns the

@@ -382,6 +382,13 @@ static void test_answer_encode(void **state)
 	assert_true(refused);
 	assert_non_null(strstr(sentence, "is 44 bytes"));
 	free(text);
+	/* A tool's refusal that is not valid UTF-8, or holds control characters: '?' for each
+	 * bad byte, so the program can decode its answer. */
+	mafh_op_result_init(&res, MAFH_OP_CALL);
+	res.refusal = "caf\xc3\xa9 \xff\xc3 bad\x1b[0m \xed\xa0\x80 ok \xf0\x9f\x98\x80";
+	text = encode(&res, 0, &refused, sentence);
+	assert_string_equal(sentence, "caf\xc3\xa9 ?? bad?[0m ??? ok \xf0\x9f\x98\x80");
+	free(text);
 	/* A refusal, an empty one, no answer at all, a failure. */
 	mafh_op_result_init(&res, MAFH_OP_CALL);
 	res.refusal = "no such city";
