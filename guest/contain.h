@@ -11,6 +11,7 @@ struct mafl_policy {
 	int landlock;     /* 1: auto (best effort, ABI probed); 0: off */
 	int supervisor;   /* with the filter: the pid no signal may reach; 0: none */
 	int signals_scoped; /* Landlock (ABI 6+) already keeps signals inside the run */
+	int own_identity;   /* the program runs under an identity of the run's own */
 };
 
 /* Loads the seccomp filter for p into the calling process (no_new_privs must be set).
@@ -40,12 +41,17 @@ const char *mafl_seccomp_name(const struct mafl_policy *p);
  * one of them, 0 if not; dies with a usage error on a bad value. */
 int mafl_policy_option(struct mafl_policy *p, const char *opt, const char *val);
 
-/* Restricts the calling process with Landlock, best effort: reads and execution anywhere,
- * writes only below run_dir, /tmp, /var/tmp and /dev; with egress closed (ABI 4+) no TCP
- * bind or connect; (ABI 6+) no signals to, and no abstract unix sockets of, processes
- * outside the run. Returns the ABI enforced (> 0), 0 if the kernel has no Landlock, or a
+/* Restricts the calling process with Landlock, best effort. Reads and execution everywhere
+ * but /dev, of which only null, zero, full, random and urandom (read and write) and the
+ * listing of /dev itself; writes only below R/work, R/tmp, R/host_tools/host_tool_calls,
+ * the writable paths given (NULL-terminated, may be NULL), and /dev/shm with an identity of
+ * the run's own; no device made anywhere, and (ABI 5+) no ioctl on a device; with egress
+ * closed (ABI 4+) no TCP bind or connect; (ABI 6+) no signals to, and no abstract unix
+ * sockets of, processes outside the run. A path that is absent or beyond the program's
+ * reach adds nothing. Returns the ABI enforced (> 0), 0 if the kernel has no Landlock, or a
  * negative errno. */
-int mafl_landlock_apply(const struct mafl_policy *p, const char *run_dir);
+int mafl_landlock_apply(const struct mafl_policy *p, const char *run_dir,
+			const char *const *writable);
 /* The first Landlock ABI with signal and abstract-socket scopes. */
 #define MAFL_LANDLOCK_ABI_SCOPE 6
 /* Names a result of mafl_landlock_apply for program_exit.json: "abi-N", "unsupported",

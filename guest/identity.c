@@ -111,6 +111,52 @@ static void lend_tree(int dirfd, dev_t dev, uid_t uid, gid_t gid, int depth, lon
 	}
 }
 
+/* Removes what uid owns below dirfd, on dev only, without following a symlink. */
+static void remove_owned(int dirfd, dev_t dev, uid_t uid, int depth)
+{
+	char buf[4096] __attribute__((aligned(8)));
+	long n;
+
+	while ((n = syscall(SYS_getdents64, dirfd, buf, sizeof(buf))) > 0) {
+		for (long off = 0; off < n;) {
+			struct linux_dirent64 *e = (struct linux_dirent64 *)(buf + off);
+			struct stat st;
+			int sub;
+
+			off += e->d_reclen;
+			if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
+			    fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+			    st.st_dev != dev)
+				continue;
+			if (S_ISDIR(st.st_mode) && depth < LEND_DEPTH_MAX) {
+				sub = openat(dirfd, e->d_name,
+					     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+				if (sub >= 0) {
+					remove_owned(sub, dev, uid, depth + 1);
+					close(sub);
+				}
+			}
+			if (st.st_uid == uid)
+				unlinkat(dirfd, e->d_name, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0);
+		}
+	}
+}
+
+void mafl_identity_clean_shared(const struct mafl_identity *id)
+{
+	struct stat st;
+	int fd;
+
+	if (!id->own || !id->per_run)
+		return;
+	fd = openat(AT_FDCWD, "/dev/shm", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) == 0)
+		remove_owned(fd, st.st_dev, id->uid, 0);
+	close(fd);
+}
+
 /* 1 if id may search (pass through) a directory of st, by its mode bits. */
 static int searchable(const struct stat *st, const struct mafl_identity *id)
 {

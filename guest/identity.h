@@ -45,6 +45,11 @@ int mafl_identity_lend_dirs(const struct mafl_identity *id, const struct run_dir
 void mafl_identity_take_back(const struct mafl_identity *id, const struct run_dirs *d,
 			     const struct mafl_lent_dirs *lent);
 
+/* At the end of a run under an identity of its own (per_run only: an identity --user gives
+ * may be another run's too), removes what that identity left in /dev/shm, the one place
+ * outside R it may write by default. */
+void mafl_identity_clean_shared(const struct mafl_identity *id);
+
 /* In the program's process, before Landlock and seccomp: takes id with raw system calls
  * (the process may share the supervisor's memory; the C library's set*id would try to
  * reach threads it does not have): no supplementary groups, gid, every capability dropped

@@ -6,10 +6,13 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "contain.h"
+#include "protocol.h"
+#include "run.h"
 
 #ifndef __NR_landlock_create_ruleset
 #define __NR_landlock_create_ruleset 444
@@ -41,6 +44,18 @@
 #define LL_SCOPE_ABSTRACT_UNIX (1ull << 0) /* ABI 6 */
 #define LL_SCOPE_SIGNAL (1ull << 1)      /* ABI 6 */
 
+/* The rights a rule on a file (not a directory) may hold. */
+#define LL_FS_FILE_RIGHTS (LL_FS_EXECUTE | LL_FS_WRITE_FILE | LL_FS_READ_FILE | LL_FS_TRUNCATE | \
+			   LL_FS_IOCTL_DEV)
+
+struct ll_dirent64 {
+	uint64_t d_ino;
+	int64_t d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+};
+
 struct ll_ruleset_attr {
 	uint64_t handled_access_fs;
 	uint64_t handled_access_net;
@@ -59,29 +74,87 @@ static int ll_abi(void)
 	return abi < 0 ? 0 : (int)abi;
 }
 
-static int allow_beneath(int ruleset, const char *path, uint64_t access)
+/* Adds a rule: access beneath fd (a directory), or on it (a file: only the rights Landlock
+ * takes for a file). */
+static int allow_fd(int ruleset, int fd, uint64_t access)
 {
 	struct ll_path_beneath_attr pb;
-	int fd = openat(AT_FDCWD, path, O_PATH | O_CLOEXEC);
-	int rc = 0;
+	struct stat st;
 
-	if (fd < 0)
-		return errno == ENOENT ? 0 : -errno;	/* an absent /var/tmp is no error */
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		access &= LL_FS_FILE_RIGHTS;
 	pb.allowed_access = access;
 	pb.parent_fd = fd;
-	if (syscall(__NR_landlock_add_rule, ruleset, LL_RULE_PATH_BENEATH, &pb, 0) < 0)
-		rc = -errno;
+	return syscall(__NR_landlock_add_rule, ruleset, LL_RULE_PATH_BENEATH, &pb, 0) < 0 ? -errno
+											   : 0;
+}
+
+/* allow_fd on path, resolved as the program would (a path it cannot reach or that is not
+ * there adds nothing: it could not write there anyway). */
+static int allow_path(int ruleset, int at, const char *path, uint64_t access)
+{
+	int fd = openat(at, path, O_PATH | O_CLOEXEC), rc;
+
+	if (fd < 0)
+		return errno == ENOENT || errno == EACCES || errno == ENOTDIR ? 0 : -errno;
+	rc = allow_fd(ruleset, fd, access);
 	close(fd);
 	return rc;
 }
 
-int mafl_landlock_apply(const struct mafl_policy *p, const char *run_dir)
+/* Reads and execution everywhere but /dev: each entry of / but dev gets its own rule (a rule
+ * on / would take in /dev, and no later rule can take a right back). What /dev holds that a
+ * program needs is added apart. An entry that resolves to /dev itself is skipped. */
+static int allow_reads(int ruleset, uint64_t read_x)
 {
-	static const char *const writable[] = {"/tmp", "/var/tmp", "/dev"};
+	char buf[4096] __attribute__((aligned(8)));
+	struct stat dev, st;
+	int root = openat(AT_FDCWD, "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc = 0;
+	long n;
+
+	if (root < 0)
+		return -errno;
+	if (fstatat(root, "dev", &dev, 0) < 0)
+		dev.st_ino = 0;
+	while (rc == 0 && (n = syscall(SYS_getdents64, root, buf, sizeof(buf))) > 0) {
+		for (long off = 0; rc == 0 && off < n;) {
+			struct ll_dirent64 *e = (struct ll_dirent64 *)(buf + off);
+			int fd;
+
+			off += e->d_reclen;
+			if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
+			    strcmp(e->d_name, "dev") == 0)
+				continue;
+			fd = openat(root, e->d_name, O_PATH | O_CLOEXEC);
+			if (fd < 0)
+				continue;
+			if (fstat(fd, &st) == 0 &&
+			    !(dev.st_ino && st.st_ino == dev.st_ino && st.st_dev == dev.st_dev))
+				rc = allow_fd(ruleset, fd, read_x);
+			close(fd);
+		}
+	}
+	if (n < 0 && rc == 0)
+		rc = -errno;
+	close(root);
+	return rc;
+}
+
+int mafl_landlock_apply(const struct mafl_policy *p, const char *run_dir,
+			const char *const *writable)
+{
+	/* The devices a program needs; the rest of /dev is out of its reach. */
+	static const char *const devices[] = {"/dev/null", "/dev/zero", "/dev/full",
+					      "/dev/random", "/dev/urandom"};
+	/* The run's own: its work, its temporary directory, the files of its calls. */
+	static const char *const own[] = {MAFP_DIR_WORK, MAFL_DIR_TMP,
+					  MAFP_DIR_HOST_TOOLS "/" MAFP_DIR_CALLS};
 	struct ll_ruleset_attr attr;
-	uint64_t read_x = LL_FS_EXECUTE | LL_FS_READ_FILE | LL_FS_READ_DIR;
+	uint64_t read_x = LL_FS_EXECUTE | LL_FS_READ_FILE | LL_FS_READ_DIR, write_all;
 	size_t attr_size = sizeof(attr);
-	int abi = ll_abi(), ruleset, rc;
+	int abi = ll_abi(), ruleset, run, rc;
 	size_t i;
 
 	if (abi <= 0)
@@ -92,6 +165,7 @@ int mafl_landlock_apply(const struct mafl_policy *p, const char *run_dir)
 		attr.handled_access_fs |= LL_FS_REFER;
 	if (abi >= 3)
 		attr.handled_access_fs |= LL_FS_TRUNCATE;
+	/* Handled and granted nowhere: no ioctl on any device the program opens. */
 	if (abi >= 5)
 		attr.handled_access_fs |= LL_FS_IOCTL_DEV;
 	if (abi >= 4 && !p->egress_open)
@@ -103,14 +177,31 @@ int mafl_landlock_apply(const struct mafl_policy *p, const char *run_dir)
 		attr_size = offsetof(struct ll_ruleset_attr, handled_access_net);
 	else if (abi < 6)
 		attr_size = offsetof(struct ll_ruleset_attr, scoped);
+	/* Where the program may write: everything but making devices and device ioctls. */
+	write_all = attr.handled_access_fs & ~(LL_FS_MAKE_CHAR | LL_FS_MAKE_BLOCK | LL_FS_IOCTL_DEV);
 	ruleset = (int)syscall(__NR_landlock_create_ruleset, &attr, attr_size, 0);
 	if (ruleset < 0)
 		return -errno;
-	rc = allow_beneath(ruleset, "/", read_x);
+	rc = allow_reads(ruleset, read_x);
 	if (rc == 0)
-		rc = allow_beneath(ruleset, run_dir, attr.handled_access_fs);
-	for (i = 0; rc == 0 && i < sizeof(writable) / sizeof(writable[0]); i++)
-		rc = allow_beneath(ruleset, writable[i], attr.handled_access_fs);
+		rc = allow_path(ruleset, AT_FDCWD, "/dev", LL_FS_READ_DIR);
+	for (i = 0; rc == 0 && i < sizeof(devices) / sizeof(devices[0]); i++)
+		rc = allow_path(ruleset, AT_FDCWD, devices[i],
+				LL_FS_READ_FILE | LL_FS_WRITE_FILE | (abi >= 3 ? LL_FS_TRUNCATE : 0));
+	/* Shared memory between the run's processes (Python's multiprocessing): only with an
+	 * identity of the run's own, whose files there no other run can read (its umask is
+	 * 077); under the launcher's identity every run could reach them. */
+	if (rc == 0 && p->own_identity)
+		rc = allow_path(ruleset, AT_FDCWD, "/dev/shm", write_all);
+	run = openat(AT_FDCWD, run_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (run < 0 && rc == 0)
+		rc = -errno;
+	for (i = 0; rc == 0 && i < sizeof(own) / sizeof(own[0]); i++)
+		rc = allow_path(ruleset, run, own[i], write_all);
+	for (i = 0; rc == 0 && writable && writable[i]; i++)
+		rc = allow_path(ruleset, AT_FDCWD, writable[i], write_all);
+	if (run >= 0)
+		close(run);
 	if (rc == 0 && syscall(__NR_landlock_restrict_self, ruleset, 0) < 0)
 		rc = -errno;
 	close(ruleset);

@@ -309,11 +309,17 @@ static __attribute__((noreturn)) void child_exec(const struct child_args *a)
 	rc = mafl_identity_take(a->id, &step);
 	if (rc < 0)
 		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, -rc, step);
+	/* What the program makes is its own alone: other runs may share a place it writes
+	 * (/dev/shm, a --writable directory). */
+	umask(077);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, errno, "set no_new_privs");
 	if (o->policy.landlock) {
 		struct child_msg m;
-		int abi = mafl_landlock_apply(&policy, o->run_dir);
+		int abi;
+
+		policy.own_identity = a->id->own;
+		abi = mafl_landlock_apply(&policy, o->run_dir, o->writable);
 
 		memset(&m, 0, sizeof(m));
 		m.kind = CHILD_LANDLOCK;
@@ -458,8 +464,9 @@ static void write_markers(struct sup *s, const struct mafp_exit_record *rec)
 	int n;
 
 	/* The run is over: its directory goes back to its owner before a host may see the
-	 * end (the markers) and clean up. */
+	 * end (the markers) and clean up, and what it left in /dev/shm is removed. */
 	mafl_identity_take_back(&s->id, s->d, &s->lent);
+	mafl_identity_clean_shared(&s->id);
 	/* The record first, durably: once program_exit_code exists a host may reclaim the run. */
 	if (json) {
 		publish_at(s->d->host_tools, MAFP_FILE_EXIT_RECORD, json, strlen(json), 1);
