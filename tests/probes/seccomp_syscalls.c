@@ -28,6 +28,73 @@
 #ifndef SYS_clone3
 #define SYS_clone3 435
 #endif
+/* Numbers newer than the C library's headers (the same on every architecture). */
+#ifndef SYS_open_tree
+#define SYS_open_tree 428
+#endif
+#ifndef SYS_move_mount
+#define SYS_move_mount 429
+#endif
+#ifndef SYS_fsopen
+#define SYS_fsopen 430
+#endif
+#ifndef SYS_fsconfig
+#define SYS_fsconfig 431
+#endif
+#ifndef SYS_fsmount
+#define SYS_fsmount 432
+#endif
+#ifndef SYS_fspick
+#define SYS_fspick 433
+#endif
+#ifndef SYS_mount_setattr
+#define SYS_mount_setattr 442
+#endif
+#ifndef SYS_quotactl_fd
+#define SYS_quotactl_fd 443
+#endif
+#ifndef SYS_landlock_create_ruleset
+#define SYS_landlock_create_ruleset 444
+#endif
+#ifndef SYS_memfd_secret
+#define SYS_memfd_secret 447
+#endif
+#ifndef SYS_process_mrelease
+#define SYS_process_mrelease 448
+#endif
+#ifndef SYS_cachestat
+#define SYS_cachestat 451
+#endif
+#ifndef SYS_fchmodat2
+#define SYS_fchmodat2 452
+#endif
+#ifndef SYS_futex_wake
+#define SYS_futex_wake 454
+#endif
+#ifndef SYS_statmount
+#define SYS_statmount 457
+#endif
+#ifndef SYS_listmount
+#define SYS_listmount 458
+#endif
+#ifndef SYS_lsm_set_self_attr
+#define SYS_lsm_set_self_attr 460
+#endif
+#ifndef SYS_mseal
+#define SYS_mseal 462
+#endif
+#ifndef SYS_getxattrat
+#define SYS_getxattrat 464
+#endif
+#ifndef SYS_open_tree_attr
+#define SYS_open_tree_attr 467
+#endif
+#ifndef SYS_file_getattr
+#define SYS_file_getattr 468
+#endif
+#ifndef SYS_file_setattr
+#define SYS_file_setattr 469
+#endif
 
 /* A result: >= 0 success, else -errno. */
 static long res(long rc)
@@ -219,6 +286,75 @@ static long c_pidfd_getfd(void)
 	return rc;
 }
 
+/* The checks below pass arguments that fail harmlessly without the filter (a path that does
+ * not exist, invalid flags, a bad pointer) or change nothing, so the control never changes
+ * the machine, and as root the kernel's answer is not EPERM. */
+#define NOWHERE "/nonexistent-maf-probe/dir"
+#define BAD_PTR ((void *)1)
+
+/* Calls from 424 on that the policy denies. open_tree_attr, statmount, listmount and
+ * lsm_set_self_attr are unknown to libseccomp 2.5.4 by name: only the floor denies them. */
+static long c_open_tree_attr(void)
+{
+	return close_res(syscall(SYS_open_tree_attr, AT_FDCWD, NOWHERE, 0, NULL, 0));
+}
+
+static long c_quotactl_fd(void) { return res(syscall(SYS_quotactl_fd, -1, 0, 0, NULL)); }
+static long c_process_mrelease(void) { return res(syscall(SYS_process_mrelease, -1, 0)); }
+static long c_statmount(void) { return res(syscall(SYS_statmount, NULL, NULL, 0, 0)); }
+static long c_listmount(void) { return res(syscall(SYS_listmount, NULL, NULL, 0, 0)); }
+
+static long c_lsm_set_self_attr(void)
+{
+	return res(syscall(SYS_lsm_set_self_attr, 0, NULL, 0, 0));
+}
+
+/* Answered ENOSYS, as by a kernel without them. Invalid flags: EINVAL without the filter. */
+static long c_memfd_secret(void) { return close_res(syscall(SYS_memfd_secret, ~0u)); }
+static long c_cachestat(void) { return res(syscall(SYS_cachestat, -1, NULL, NULL, 0)); }
+
+/* Numbers the filter does not know answer ENOSYS; -1 is no call at all. */
+static long c_nr_after_known(void) { return res(syscall(470)); }
+static long c_nr_1000(void) { return res(syscall(1000)); }
+static long c_nr_minus_1(void) { return res(syscall(-1)); }
+#if defined(__x86_64__)
+/* Between x86_64's own numbers and the shared ones. */
+static long c_nr_own_gap(void) { return res(syscall(337)); }
+#else
+static long c_nr_own_gap(void) { return -ENOSYS; }
+#endif
+
+/* Newer calls the policy allows: the filter answers as the kernel does. */
+static long c_file_setattr(void)
+{
+	return res(syscall(SYS_file_setattr, AT_FDCWD, NOWHERE, NULL, 0, 0));
+}
+
+static long c_file_getattr(void)
+{
+	return res(syscall(SYS_file_getattr, AT_FDCWD, NOWHERE, NULL, 0, 0));
+}
+
+static long c_getxattrat(void)
+{
+	return res(syscall(SYS_getxattrat, AT_FDCWD, NOWHERE, 0, "user.x", NULL, 0));
+}
+
+static long c_fchmodat2(void) { return res(syscall(SYS_fchmodat2, AT_FDCWD, NOWHERE, 0600, 0)); }
+/* An address that is not page-aligned: EINVAL. */
+static long c_mseal(void) { return res(syscall(SYS_mseal, 1, 4096, 0)); }
+
+static long c_futex_wake(void)
+{
+	static unsigned int word;
+
+	/* Any bit of a 32-bit futex, FUTEX2_SIZE_U32 | FUTEX2_PRIVATE: wakes nobody. */
+	return res(syscall(SYS_futex_wake, &word, 0xfffffffful, 1, 0x02 | 128));
+}
+
+/* LANDLOCK_CREATE_RULESET_VERSION: the ABI version, or EOPNOTSUPP when Landlock is off. */
+static long c_landlock_abi(void) { return res(syscall(SYS_landlock_create_ruleset, NULL, 0, 1)); }
+
 static const struct check {
 	const char *name;
 	long (*fn)(void);
@@ -230,6 +366,10 @@ static const struct check {
 	C(userfaultfd), C(process_vm_readv), C(keyctl), C(unshare_user), C(unshare_net),
 	C(setns), C(mount), C(umount2), C(clone_plain), C(clone_newuser), C(clone_newnet),
 	C(clone_newpid), C(clone_newns), C(clone3), C(fork), C(pidfd_getfd),
+	C(open_tree_attr), C(quotactl_fd), C(process_mrelease), C(statmount), C(listmount),
+	C(lsm_set_self_attr), C(memfd_secret), C(cachestat), C(nr_after_known), C(nr_1000),
+	C(nr_minus_1), C(nr_own_gap), C(file_setattr), C(file_getattr), C(getxattrat),
+	C(fchmodat2), C(mseal), C(futex_wake), C(landlock_abi),
 #undef C
 };
 
