@@ -35,16 +35,21 @@
 #define CLONE_NEWCGROUP 0x02000000
 #endif
 
-/* Syscalls denied outright with EPERM: tracing other processes, loading code into the
- * kernel, mounting, namespaces and the kernel keyring. Those numbered from 424 on are in
- * floor_denied. Names unknown to the running libseccomp are skipped
- * (seccomp_syscall_resolve_name returns __NR_SCMP_ERROR). */
+/* Syscalls denied outright with EPERM, whatever the program's capabilities: tracing other
+ * processes, loading code into the kernel, mounting, changing the root, namespaces, the
+ * kernel keyring, and the machine's own state (the clock, the host and domain names, the
+ * kernel log, swap, quotas, I/O ports, fanotify's view of every file system, hanging up the
+ * terminal). Those numbered from 424 on are in floor_denied. Names unknown to the running
+ * libseccomp are skipped (seccomp_syscall_resolve_name returns __NR_SCMP_ERROR), but all of
+ * these are older than Linux 4.0 and in every libseccomp's table. */
 static const char *const denied[] = {
 	"ptrace", "process_vm_readv", "process_vm_writev", "bpf", "perf_event_open",
 	"userfaultfd", "kexec_load", "kexec_file_load", "init_module", "finit_module",
-	"delete_module", "mount", "umount2", "pivot_root", "unshare", "setns",
+	"delete_module", "mount", "umount2", "pivot_root", "chroot", "unshare", "setns",
 	"keyctl", "add_key", "request_key", "swapon", "swapoff", "reboot", "acct", "quotactl",
-	"lookup_dcookie", "open_by_handle_at", "name_to_handle_at",
+	"lookup_dcookie", "open_by_handle_at", "name_to_handle_at", "sethostname",
+	"setdomainname", "settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "syslog",
+	"iopl", "ioperm", "fanotify_init", "vhangup", "nfsservctl",
 };
 
 /* Syscalls numbered from 424 on have the same number on every architecture (Linux 5.1 on),

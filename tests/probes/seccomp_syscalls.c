@@ -17,6 +17,7 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef SYS_pidfd_open
@@ -355,6 +356,78 @@ static long c_futex_wake(void)
 /* LANDLOCK_CREATE_RULESET_VERSION: the ABI version, or EOPNOTSUPP when Landlock is off. */
 static long c_landlock_abi(void) { return res(syscall(SYS_landlock_create_ruleset, NULL, 0, 1)); }
 
+/* The mount API and the machine's own state. */
+static long c_open_tree(void) { return close_res(syscall(SYS_open_tree, AT_FDCWD, NOWHERE, 0)); }
+static long c_move_mount(void) { return res(syscall(SYS_move_mount, -1, "", -1, "", ~0u)); }
+static long c_fsopen(void) { return close_res(syscall(SYS_fsopen, "tmpfs", ~0u)); }
+static long c_fsconfig(void) { return res(syscall(SYS_fsconfig, -1, 0, NULL, NULL, 0)); }
+static long c_fsmount(void) { return close_res(syscall(SYS_fsmount, -1, 0, 0)); }
+static long c_fspick(void) { return close_res(syscall(SYS_fspick, -1, "", ~0u)); }
+
+static long c_mount_setattr(void)
+{
+	return res(syscall(SYS_mount_setattr, -1, "", ~0u, NULL, 0));
+}
+
+/* No device and a command that is not Q_SYNC: ENODEV. */
+static long c_quotactl(void) { return res(syscall(SYS_quotactl, 0, NULL, 0, NULL)); }
+/* A negative length: EINVAL once the capability check has passed. */
+static long c_sethostname(void) { return res(syscall(SYS_sethostname, BAD_PTR, -1)); }
+static long c_setdomainname(void) { return res(syscall(SYS_setdomainname, BAD_PTR, -1)); }
+/* The time is read from a bad pointer before anything is set: EFAULT. */
+static long c_settimeofday(void) { return res(syscall(SYS_settimeofday, BAD_PTR, NULL)); }
+/* CLOCK_MONOTONIC cannot be set: EINVAL. */
+static long c_clock_settime(void)
+{
+	return res(syscall(SYS_clock_settime, CLOCK_MONOTONIC, BAD_PTR));
+}
+
+static long c_clock_adjtime(void)
+{
+	return res(syscall(SYS_clock_adjtime, CLOCK_REALTIME, BAD_PTR));
+}
+
+static long c_adjtimex(void) { return res(syscall(SYS_adjtimex, BAD_PTR)); }
+static long c_fanotify_init(void) { return close_res(syscall(SYS_fanotify_init, ~0u, 0)); }
+static long c_chroot(void) { return res(syscall(SYS_chroot, NOWHERE)); }
+
+/* Level 4 does not exist: EINVAL (ENOSYS on kernels built without I/O port access). */
+static long c_iopl(void)
+{
+#ifdef SYS_iopl
+	return res(syscall(SYS_iopl, 4));
+#else
+	return -ENOSYS;
+#endif
+}
+
+/* An empty range: EINVAL (or ENOSYS, as iopl). */
+static long c_ioperm(void)
+{
+#ifdef SYS_ioperm
+	return res(syscall(SYS_ioperm, 0, 0, 0));
+#else
+	return -ENOSYS;
+#endif
+}
+
+/* SYSLOG_ACTION_SIZE_BUFFER: reads the size of the kernel log, nothing more. */
+static long c_syslog(void) { return res(syscall(SYS_syslog, 10, NULL, 0)); }
+
+/* In a new session, which has no controlling terminal to hang up. */
+static long vhangup_alone(void)
+{
+	if (setsid() < 0)
+		return -1000 - errno;
+	return res(syscall(SYS_vhangup));
+}
+
+static long c_vhangup(void) { return in_child(vhangup_alone); }
+/* Gone from the kernel since 3.1: ENOSYS. */
+static long c_nfsservctl(void) { return res(syscall(SYS_nfsservctl, 0, NULL, NULL)); }
+static long c_add_key(void) { return res(syscall(SYS_add_key, NULL, NULL, NULL, 0, 0)); }
+static long c_request_key(void) { return res(syscall(SYS_request_key, NULL, NULL, NULL, 0)); }
+
 static const struct check {
 	const char *name;
 	long (*fn)(void);
@@ -370,6 +443,10 @@ static const struct check {
 	C(lsm_set_self_attr), C(memfd_secret), C(cachestat), C(nr_after_known), C(nr_1000),
 	C(nr_minus_1), C(nr_own_gap), C(file_setattr), C(file_getattr), C(getxattrat),
 	C(fchmodat2), C(mseal), C(futex_wake), C(landlock_abi),
+	C(open_tree), C(move_mount), C(fsopen), C(fsconfig), C(fsmount), C(fspick),
+	C(mount_setattr), C(quotactl), C(sethostname), C(setdomainname), C(settimeofday),
+	C(clock_settime), C(clock_adjtime), C(adjtimex), C(fanotify_init), C(chroot), C(iopl),
+	C(ioperm), C(syslog), C(vhangup), C(nfsservctl), C(add_key), C(request_key),
 #undef C
 };
 
