@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include <linux/audit.h>
@@ -35,15 +36,15 @@
 #define CLONE_NEWCGROUP 0x02000000
 #endif
 
-/* Syscalls denied outright with EPERM, whatever the program's capabilities: tracing other
- * processes, loading code into the kernel, mounting, changing the root, namespaces, the
- * kernel keyring, and the machine's own state (the clock, the host and domain names, the
- * kernel log, swap, quotas, I/O ports, fanotify's view of every file system, hanging up the
- * terminal). Those numbered from 424 on are in floor_denied. Names unknown to the running
- * libseccomp are skipped (seccomp_syscall_resolve_name returns __NR_SCMP_ERROR), but all of
- * these are older than Linux 4.0 and in every libseccomp's table. */
+/* Syscalls denied outright with EPERM, whatever the program's capabilities: tracing or
+ * comparing other processes, loading code into the kernel, mounting, changing the root,
+ * namespaces, the kernel keyring, and the machine's own state (the clock, the host and domain
+ * names, the kernel log, swap, quotas, I/O ports, fanotify's view of every file system,
+ * hanging up the terminal). Those numbered from 424 on are in floor_denied. Names unknown to
+ * the running libseccomp are skipped (seccomp_syscall_resolve_name returns __NR_SCMP_ERROR),
+ * but all of these are older than Linux 4.0 and in every libseccomp's table. */
 static const char *const denied[] = {
-	"ptrace", "process_vm_readv", "process_vm_writev", "bpf", "perf_event_open",
+	"ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "bpf", "perf_event_open",
 	"userfaultfd", "kexec_load", "kexec_file_load", "init_module", "finit_module",
 	"delete_module", "mount", "umount2", "pivot_root", "chroot", "unshare", "setns",
 	"keyctl", "add_key", "request_key", "swapon", "swapoff", "reboot", "acct", "quotactl",
@@ -207,6 +208,22 @@ static const char *const denied_unscoped[] = {"pidfd_send_signal"};
 #define FCNTL_F_SETOWN_EX 15
 #define IOCTL_FIOSETOWN 0x8901
 #define IOCTL_SIOCSPGRP 0x8902
+#define IOPRIO_WHO_USER 3
+
+/* Calls that act on another process named by a pid, or a "who" that may name one: only 0,
+ * the caller itself (its process group, for setpriority and ioprio_set), passes. Every other
+ * value is denied, high bits included: the kernel reads these as ints, so high bits could
+ * only make the filter deny a call on the caller, never let one through to another process.
+ * libc's setrlimit, nice and setpriority(PRIO_PROCESS, 0) pass 0; pthread_setaffinity_np and
+ * pthread_setschedparam, which pass a thread's id, are denied. */
+static const struct {
+	const char *name;
+	unsigned arg;
+} self_only[] = {
+	{"prlimit64", 0}, {"setpriority", 1}, {"ioprio_set", 1}, {"sched_setaffinity", 0},
+	{"sched_setscheduler", 0}, {"sched_setparam", 0}, {"sched_setattr", 0},
+	{"migrate_pages", 0}, {"move_pages", 0},
+};
 
 /* clone() flags that would create a namespace; each is denied on its own because
  * libseccomp compares a masked argument for equality only. CLONE_NEWTIME (0x80) is left
@@ -328,6 +345,49 @@ static int deny_unscoped_signals(scmp_filter_ctx ctx)
 	return rc;
 }
 
+/* Denies each call of self_only unless its pid argument is exactly 0, and the kinds of "who"
+ * that name a user rather than a process: setpriority(PRIO_USER, 0) would reach every process
+ * of the program's user, the supervisor's included. Only PRIO_PROCESS and PRIO_PGRP (and
+ * ioprio's IOPRIO_WHO_PROCESS and IOPRIO_WHO_PGRP) pass: anything from the user kind up is
+ * denied, compared in all 64 bits, so that 0x100000002, PRIO_USER to the kernel, is denied
+ * too. (An order rather than an equality also keeps these rules unlike the supervisor's:
+ * libseccomp merges identical blocks, which would make a prebuilt filter's layout depend on
+ * whether the supervisor's pid is 2 or 3.) */
+static int deny_other_processes(scmp_filter_ctx ctx)
+{
+	static const struct {
+		const char *name;
+		uint32_t user_kind;
+	} who[] = {{"setpriority", PRIO_USER}, {"ioprio_set", IOPRIO_WHO_USER}};
+	size_t i;
+
+	for (i = 0; i < sizeof(self_only) / sizeof(self_only[0]); i++) {
+		const struct scmp_arg_cmp not_self = {
+			.arg = self_only[i].arg, .op = SCMP_CMP_NE, .datum_a = 0, .datum_b = 0,
+		};
+		int nr = seccomp_syscall_resolve_name(self_only[i].name), rc;
+
+		if (nr == __NR_SCMP_ERROR)
+			continue;
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, not_self);
+		if (rc < 0)
+			return rc;
+	}
+	for (i = 0; i < sizeof(who) / sizeof(who[0]); i++) {
+		const struct scmp_arg_cmp user = {
+			.arg = 0, .op = SCMP_CMP_GE, .datum_a = who[i].user_kind, .datum_b = 0,
+		};
+		int nr = seccomp_syscall_resolve_name(who[i].name), rc;
+
+		if (nr == __NR_SCMP_ERROR)
+			continue;
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, user);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
 const char *mafl_seccomp_name(const struct mafl_policy *p)
 {
 	if (!p->seccomp)
@@ -368,6 +428,8 @@ static int build(const struct mafl_policy *p, scmp_filter_ctx *out)
 			goto fail;
 	}
 	rc = deny_floor_names(ctx);
+	if (rc == 0)
+		rc = deny_other_processes(ctx);
 	if (rc < 0)
 		goto fail;
 	if (p->supervisor > 0) {

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/ptrace.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -428,6 +429,164 @@ static long c_nfsservctl(void) { return res(syscall(SYS_nfsservctl, 0, NULL, NUL
 static long c_add_key(void) { return res(syscall(SYS_add_key, NULL, NULL, NULL, 0, 0)); }
 static long c_request_key(void) { return res(syscall(SYS_request_key, NULL, NULL, NULL, 0)); }
 
+/* An unknown kind of object: EINVAL (ENOSYS without CONFIG_KCMP). */
+static long c_kcmp(void) { return res(syscall(SYS_kcmp, getpid(), getpid(), 99, 0, 0)); }
+
+/* Calls that name another process: the parent (the supervisor) is denied; the same call on
+ * pid 0, the caller, answers as without the filter. Arguments that would change the parent
+ * are invalid (a bad pointer: EFAULT) or change nothing (its own value set again). */
+static long c_prlimit_parent(void)
+{
+	struct rlimit old;
+
+	return res(syscall(SYS_prlimit64, getppid(), RLIMIT_NOFILE, NULL, &old));
+}
+
+/* The kernel reads the pid as an int: high bits still name the parent. */
+static long c_prlimit_parent_highbit(void)
+{
+	struct rlimit old;
+
+	return res(syscall(SYS_prlimit64, (1ul << 32) | (unsigned long)getppid(), RLIMIT_NOFILE,
+			   NULL, &old));
+}
+
+static long c_prlimit_self(void)
+{
+	struct rlimit old;
+
+	return res(syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, NULL, &old));
+}
+
+/* libc's setrlimit is prlimit64 on pid 0. */
+static long c_setrlimit_self(void)
+{
+	struct rlimit r;
+
+	if (getrlimit(RLIMIT_NOFILE, &r) < 0)
+		return -1000 - errno;
+	return res(setrlimit(RLIMIT_NOFILE, &r));
+}
+
+/* Its nice value set again: nothing changes. getpriority is allowed. */
+static long set_same_priority(int which, int who, int of)
+{
+	int nice;
+
+	errno = 0;
+	nice = getpriority(which, of);
+	if (nice == -1 && errno)
+		return -1000 - errno;
+	return res(setpriority(which, who, nice));
+}
+
+static long c_setpriority_parent(void)
+{
+	return set_same_priority(PRIO_PROCESS, getppid(), getppid());
+}
+
+static long c_setpriority_self(void) { return set_same_priority(PRIO_PROCESS, 0, 0); }
+/* The probe leads its session (the run's): its process group is its own. */
+static long c_setpriority_pgrp_self(void) { return set_same_priority(PRIO_PGRP, 0, 0); }
+
+/* PRIO_USER with who 0 is every process of the caller's user: in a child that has become a
+ * user with no other process, so that the control touches nothing else. 255: no such user
+ * could be had (not root). */
+#define LONELY_UID 2147357236u
+
+static long priority_user_alone(void)
+{
+	if (setresuid(LONELY_UID, LONELY_UID, LONELY_UID) < 0)
+		return -255;
+	return set_same_priority(PRIO_USER, 0, 0);
+}
+
+static long c_setpriority_user(void) { return in_child(priority_user_alone); }
+
+static long c_sched_setaffinity_parent(void)
+{
+	return res(syscall(SYS_sched_setaffinity, getppid(), 8, BAD_PTR));
+}
+
+static long c_sched_setaffinity_self(void)
+{
+	cpu_set_t set;
+
+	if (sched_getaffinity(0, sizeof(set), &set) < 0)
+		return -1000 - errno;
+	return res(syscall(SYS_sched_setaffinity, 0, sizeof(set), &set));
+}
+
+/* musl has no sched_setscheduler: the system call itself. */
+static long c_sched_setscheduler_parent(void)
+{
+	return res(syscall(SYS_sched_setscheduler, getppid(), SCHED_OTHER, BAD_PTR));
+}
+
+static long c_sched_setscheduler_self(void)
+{
+	struct sched_param sp = {.sched_priority = 0};
+
+	return res(syscall(SYS_sched_setscheduler, 0, SCHED_OTHER, &sp));
+}
+
+static long c_sched_setparam_parent(void)
+{
+	return res(syscall(SYS_sched_setparam, getppid(), BAD_PTR));
+}
+
+static long c_sched_setparam_self(void)
+{
+	struct sched_param sp = {.sched_priority = 0};
+
+	return res(syscall(SYS_sched_setparam, 0, &sp));
+}
+
+static long c_sched_setattr_parent(void)
+{
+	return res(syscall(SYS_sched_setattr, getppid(), BAD_PTR, 0));
+}
+
+static long c_sched_setattr_self(void) { return res(syscall(SYS_sched_setattr, 0, BAD_PTR, 0)); }
+
+/* I/O priority class 7 does not exist: EINVAL before any process is looked at. */
+#define IOPRIO_WHO_PROCESS 1
+#define IOPRIO_WHO_USER 3
+#define IOPRIO_BAD (7 << 13)
+
+static long c_ioprio_set_parent(void)
+{
+	return res(syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, getppid(), IOPRIO_BAD));
+}
+
+/* Class none: the default, which the probe may set on itself. */
+static long c_ioprio_set_self(void)
+{
+	return res(syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, 0));
+}
+
+static long c_ioprio_set_user(void)
+{
+	return res(syscall(SYS_ioprio_set, IOPRIO_WHO_USER, 0, IOPRIO_BAD));
+}
+
+/* A node mask longer than a page: EINVAL before any page moves. */
+static long c_migrate_pages_parent(void)
+{
+	return res(syscall(SYS_migrate_pages, getppid(), 1ul << 30, BAD_PTR, BAD_PTR));
+}
+
+static long c_migrate_pages_self(void)
+{
+	return res(syscall(SYS_migrate_pages, 0, 1ul << 30, BAD_PTR, BAD_PTR));
+}
+
+/* Unknown flags: EINVAL. */
+static long c_move_pages_parent(void)
+{
+	return res(syscall(SYS_move_pages, getppid(), 1, BAD_PTR, NULL, BAD_PTR, ~0u));
+}
+
 static const struct check {
 	const char *name;
 	long (*fn)(void);
@@ -447,6 +606,13 @@ static const struct check {
 	C(mount_setattr), C(quotactl), C(sethostname), C(setdomainname), C(settimeofday),
 	C(clock_settime), C(clock_adjtime), C(adjtimex), C(fanotify_init), C(chroot), C(iopl),
 	C(ioperm), C(syslog), C(vhangup), C(nfsservctl), C(add_key), C(request_key),
+	C(kcmp), C(prlimit_parent), C(prlimit_parent_highbit), C(prlimit_self),
+	C(setrlimit_self), C(setpriority_parent), C(setpriority_self), C(setpriority_pgrp_self),
+	C(setpriority_user), C(sched_setaffinity_parent), C(sched_setaffinity_self),
+	C(sched_setscheduler_parent), C(sched_setscheduler_self), C(sched_setparam_parent),
+	C(sched_setparam_self), C(sched_setattr_parent), C(sched_setattr_self),
+	C(ioprio_set_parent), C(ioprio_set_self), C(ioprio_set_user), C(migrate_pages_parent),
+	C(migrate_pages_self), C(move_pages_parent),
 #undef C
 };
 
