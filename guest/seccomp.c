@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <linux/audit.h>
 #include <linux/filter.h>
@@ -208,6 +209,10 @@ static const char *const denied_unscoped[] = {"pidfd_send_signal"};
 #define FCNTL_F_SETOWN_EX 15
 #define IOCTL_FIOSETOWN 0x8901
 #define IOCTL_SIOCSPGRP 0x8902
+/* Terminal injection: TIOCSTI pushes input into a terminal as if typed; TIOCLINUX's
+ * subcommands paste the selection into a virtual console and read its screen. */
+#define IOCTL_TIOCSTI 0x5412
+#define IOCTL_TIOCLINUX 0x541c
 #define IOPRIO_WHO_USER 3
 
 /* Calls that act on another process named by a pid, or a "who" that may name one: only 0,
@@ -388,6 +393,38 @@ static int deny_other_processes(scmp_filter_ctx ctx)
 	return 0;
 }
 
+/* mknod and mknodat may make FIFOs, sockets and regular files, not character or block
+ * devices: a device node is a way around every other rule here. The kernel reads the mode as
+ * a umode_t; the mask takes S_IFMT alone, so no other bit can hide the type. */
+static int deny_device_nodes(scmp_filter_ctx ctx)
+{
+	static const struct {
+		const char *name;
+		unsigned arg;
+	} calls[] = {{"mknod", 1}, {"mknodat", 2}};
+	static const uint32_t types[] = {S_IFCHR, S_IFBLK};
+	size_t i, t;
+
+	for (i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
+		int nr = seccomp_syscall_resolve_name(calls[i].name);
+
+		/* Unknown, or not a call of this architecture (aarch64 has mknodat alone). */
+		if (nr < 0)
+			continue;
+		for (t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
+			const struct scmp_arg_cmp is_type = {
+				.arg = calls[i].arg, .op = SCMP_CMP_MASKED_EQ, .datum_a = S_IFMT,
+				.datum_b = types[t],
+			};
+			int rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, is_type);
+
+			if (rc < 0)
+				return rc;
+		}
+	}
+	return 0;
+}
+
 const char *mafl_seccomp_name(const struct mafl_policy *p)
 {
 	if (!p->seccomp)
@@ -430,6 +467,12 @@ static int build(const struct mafl_policy *p, scmp_filter_ctx *out)
 	rc = deny_floor_names(ctx);
 	if (rc == 0)
 		rc = deny_other_processes(ctx);
+	if (rc == 0)
+		rc = deny_device_nodes(ctx);
+	if (rc == 0)
+		rc = deny_arg_eq(ctx, SCMP_SYS(ioctl), 1, IOCTL_TIOCSTI);
+	if (rc == 0)
+		rc = deny_arg_eq(ctx, SCMP_SYS(ioctl), 1, IOCTL_TIOCLINUX);
 	if (rc < 0)
 		goto fail;
 	if (p->supervisor > 0) {

@@ -260,6 +260,22 @@ def test_policy_other_processes(launcher, egress):
     assert blocks["ioprio_set"] == not_zero_rule(1) + at_least_rule(3), blocks["ioprio_set"]
 
 
+@pytest.mark.parametrize("egress", ["closed", "open"])
+def test_policy_devices_and_terminals(launcher, egress):
+    blocks, _, _ = pfc_rules(policy("--egress", egress).decode())
+    # S_IFMT of the mode: S_IFCHR (0o20000) and S_IFBLK (0o60000), nothing else.
+    for call, arg in (("mknod", 1), ("mknodat", 2)):
+        assert blocks[call] == (f"    if ($a{arg}.hi32 & 0x00000000 == 0)\n"
+                                f"      if ($a{arg}.lo32 & 0x0000f000 == 24576)\n"
+                                f"        action ERRNO(1);\n"
+                                f"      if ($a{arg}.lo32 & 0x0000f000 == 8192)\n"
+                                f"        action ERRNO(1);\n"), (call, blocks[call])
+    # TIOCSTI and TIOCLINUX in the low 32 bits (the kernel reads an unsigned int).
+    for cmd in (0x5412, 0x541C):
+        assert (f"      if ($a1.lo32 & 0xffffffff == {cmd})\n"
+                f"        action ERRNO(1);\n") in blocks["ioctl"], (cmd, blocks["ioctl"])
+
+
 # The floor: what it must deny by number, whether libseccomp knows the name or not (all from
 # 424 on, numbered alike on every architecture), and with which errno.
 FLOOR_EPERM = {
@@ -493,6 +509,15 @@ EXPECT = {
     "ioprio_set_user": (EPERM, errno.EINVAL, False),
     "migrate_pages_parent": (EPERM, (errno.EINVAL, ENOSYS), False),  # ENOSYS without NUMA
     "move_pages_parent": (EPERM, (errno.EINVAL, ENOSYS), False),
+    # Device nodes, under a directory that does not exist: the control makes none.
+    "mknod_chr": (EPERM, errno.ENOENT, False),
+    "mknod_blk": (EPERM, errno.ENOENT, False),
+    "mknodat_chr": (EPERM, errno.ENOENT, False),
+    "mknodat_blk": (EPERM, errno.ENOENT, False),
+    "mknodat_chr_highbits": (EPERM, errno.ENOENT, False),
+    # Terminal injection, on a pipe: no terminal.
+    "tiocsti": (EPERM, errno.ENOTTY, False),
+    "tioclinux": (EPERM, errno.ENOTTY, False),
 }
 
 # Calls the filter must answer exactly as the kernel does without it (both runs compared),
@@ -507,6 +532,8 @@ SAME = {
     "sched_setaffinity_self": 0, "sched_setscheduler_self": 0, "sched_setparam_self": 0,
     "sched_setattr_self": errno.EFAULT, "ioprio_set_self": 0,
     "migrate_pages_self": (errno.EINVAL, ENOSYS),
+    # FIFOs, sockets and regular files in the run's directory; other ioctls.
+    "mknod_fifo": 0, "mknodat_fifo": 0, "mknod_sock": 0, "mknod_reg": 0, "fionread": 0,
 }
 
 # setpriority_user's child could not become a user of its own (not root).
@@ -682,10 +709,10 @@ def test_python_subprocess_works_under_filter(launcher, tmp_path):
 
 
 # What Python (glibc) passes for the program itself is 0, and keeps working; the supervisor's
-# pid is refused. Calls that could reach the supervisor set it to its own value, so even a
-# filter that failed would change nothing.
+# pid is refused. Calls that could reach the supervisor set it to its own value, and the device
+# node's directory does not exist, so even a filter that failed would change nothing.
 PROCESSES_PY = r"""
-import json, os, resource
+import json, os, resource, stat
 res = {}
 def t(name, f):
     try:
@@ -705,6 +732,11 @@ t("priority_self", lambda: os.setpriority(os.PRIO_PROCESS, 0,
 t("priority_parent", lambda: os.setpriority(os.PRIO_PROCESS, ppid,
                                             os.getpriority(os.PRIO_PROCESS, ppid)))
 t("nice", lambda: os.nice(0))
+def fifo():
+    os.mkfifo("fifo")
+    os.unlink("fifo")
+t("mkfifo", fifo)
+t("mknod_chr", lambda: os.mknod("missing/chr", stat.S_IFCHR | 0o600, os.makedev(1, 3)))
 print(json.dumps(res))
 """
 
@@ -712,9 +744,10 @@ print(json.dumps(res))
 def test_python_processes_under_filter(launcher, tmp_path):
     res, rec = run_python(tmp_path, PROCESSES_PY)
     assert rec["seccomp"] == "default"
-    for name in ("setrlimit", "prlimit_self", "affinity_self", "priority_self", "nice"):
+    for name in ("setrlimit", "prlimit_self", "affinity_self", "priority_self", "nice",
+                 "mkfifo"):
         assert res[name] == "ok", (name, res)
-    for name in ("prlimit_parent", "affinity_parent", "priority_parent"):
+    for name in ("prlimit_parent", "affinity_parent", "priority_parent", "mknod_chr"):
         assert res[name] == "PermissionError:1", (name, res)
 
 

@@ -11,11 +11,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/ptrace.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -587,6 +590,85 @@ static long c_move_pages_parent(void)
 	return res(syscall(SYS_move_pages, getppid(), 1, BAD_PTR, NULL, BAD_PTR, ~0u));
 }
 
+/* Device nodes: denied whatever the path; without the filter the path's missing directory
+ * makes the call fail (ENOENT) before a node is made. FIFOs, sockets and regular files are
+ * made in the working directory (the run's) and removed. */
+#define NOWHERE_NODE "nonexistent-maf-probe/node"
+
+static long mknod_res(int (*make)(const char *, mode_t, dev_t), const char *path, mode_t mode)
+{
+	long rc = res(make(path, mode, 0));
+
+	if (rc == 0)
+		unlink(path);
+	return rc;
+}
+
+static int mknodat_cwd(const char *path, mode_t mode, dev_t dev)
+{
+	return mknodat(AT_FDCWD, path, mode, dev);
+}
+
+static long c_mknod_chr(void) { return res(mknod(NOWHERE_NODE, S_IFCHR | 0600, makedev(1, 3))); }
+static long c_mknod_blk(void) { return res(mknod(NOWHERE_NODE, S_IFBLK | 0600, makedev(7, 0))); }
+
+static long c_mknodat_chr(void)
+{
+	return res(mknodat(AT_FDCWD, NOWHERE_NODE, S_IFCHR | 0600, makedev(1, 3)));
+}
+
+static long c_mknodat_blk(void)
+{
+	return res(mknodat(AT_FDCWD, NOWHERE_NODE, S_IFBLK | 0600, makedev(7, 0)));
+}
+
+/* The kernel reads a umode_t: bits above it do not hide the type. */
+static long c_mknodat_chr_highbits(void)
+{
+	return res(syscall(SYS_mknodat, AT_FDCWD, NOWHERE_NODE, 0xffff0000ul | S_IFCHR | 0600,
+			   makedev(1, 3)));
+}
+
+static long c_mknod_fifo(void) { return mknod_res(mknod, "maf-probe-fifo", S_IFIFO | 0600); }
+static long c_mknodat_fifo(void)
+{
+	return mknod_res(mknodat_cwd, "maf-probe-fifo", S_IFIFO | 0600);
+}
+
+static long c_mknod_sock(void) { return mknod_res(mknod, "maf-probe-sock", S_IFSOCK | 0600); }
+static long c_mknod_reg(void) { return mknod_res(mknod, "maf-probe-reg", S_IFREG | 0600); }
+
+/* Terminal injection on a pipe, which is no terminal: ENOTTY without the filter. */
+static long pipe_ioctl(unsigned long cmd, void *arg)
+{
+	int p[2];
+	long rc;
+
+	if (pipe(p) < 0)
+		return -1000 - errno;
+	rc = res(ioctl(p[0], cmd, arg));
+	close(p[0]);
+	close(p[1]);
+	return rc;
+}
+
+static long c_tiocsti(void) { return pipe_ioctl(TIOCSTI, "x"); }
+
+static long c_tioclinux(void)
+{
+	char subcode = 0;
+
+	return pipe_ioctl(TIOCLINUX, &subcode);
+}
+
+/* Other ioctls still pass. */
+static long c_fionread(void)
+{
+	int n;
+
+	return pipe_ioctl(FIONREAD, &n);
+}
+
 static const struct check {
 	const char *name;
 	long (*fn)(void);
@@ -613,6 +695,9 @@ static const struct check {
 	C(sched_setparam_self), C(sched_setattr_parent), C(sched_setattr_self),
 	C(ioprio_set_parent), C(ioprio_set_self), C(ioprio_set_user), C(migrate_pages_parent),
 	C(migrate_pages_self), C(move_pages_parent),
+	C(mknod_chr), C(mknod_blk), C(mknodat_chr), C(mknodat_blk), C(mknodat_chr_highbits),
+	C(mknod_fifo), C(mknodat_fifo), C(mknod_sock), C(mknod_reg),
+	C(tiocsti), C(tioclinux), C(fionread),
 #undef C
 };
 
