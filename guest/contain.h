@@ -14,11 +14,19 @@ struct mafl_policy {
 	int own_identity;   /* the program runs under an identity of the run's own */
 };
 
-/* Loads the seccomp filter for p into the calling process (no_new_privs must be set).
- * Returns 0, or a negative errno. */
+/* The highest syscall number the default policy knows (file_setattr, Linux 6.17): any higher
+ * number answers ENOSYS, as on a kernel without the call, until the policy decides on it. */
+#define MAFL_SECCOMP_MAX_KNOWN 469
+
+/* Loads the seccomp filters for p into the calling process (no_new_privs must be set):
+ * libseccomp's, then the floor, a filter by syscall number. Returns 0, or a negative errno
+ * (libseccomp's filter may be loaded when the floor fails). */
 int mafl_seccomp_load(const struct mafl_policy *p);
-/* Writes the filter for p as libseccomp's PFC text to fd. Returns 0, or a negative errno. */
+/* Writes libseccomp's filter for p as its PFC text to fd. Returns 0, or a negative errno. */
 int mafl_seccomp_export_pfc(const struct mafl_policy *p, int fd);
+/* Writes the floor filter a run loads with p as readable text to fd (nothing with the filter
+ * off). Returns 0, or a negative errno. */
+int mafl_seccomp_export_floor(const struct mafl_policy *p, int fd);
 struct sock_filter;
 /* Builds the filter for p with libseccomp into f (room for max instructions). Returns the
  * number of instructions (0 with the filter off), or a negative errno (E2BIG: max too

@@ -1,4 +1,5 @@
-/* maf-launch policy: print the seccomp filter a run would load, as libseccomp PFC text. */
+/* maf-launch policy: print the seccomp filters a run would load: libseccomp's as its PFC text,
+ * the floor as a listing of its instructions. */
 #include <stdio.h>
 #include <string.h>
 
@@ -45,12 +46,17 @@ int mafl_policy_option(struct mafl_policy *p, const char *opt, const char *val)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: maf-launch policy [--egress closed|open] [--seccomp default|off]\n"
-		   "                         [--supervisor-pid PID] [--check]\n"
+		   "                         [--supervisor-pid PID] [--check | --floor]\n"
 		   "\n"
 		   "Prints the seccomp filter 'maf-launch run' would load with the same options, as\n"
 		   "libseccomp's pseudo filter code (PFC). Prints nothing with --seccomp off.\n"
 		   "The filter denies signals to the run's supervisor, so it names its pid: a run\n"
 		   "fills in its own; PID (default %d) stands for it here.\n"
+		   "\n"
+		   "A run loads a second filter after it, the floor, which compares syscall\n"
+		   "numbers only: it denies the newer calls the policy denies whether libseccomp\n"
+		   "knows their names or not, and answers ENOSYS to every number the policy does\n"
+		   "not know. --floor prints its instructions instead of the PFC.\n"
 		   "\n"
 		   "A run does not build the filter: it loads one libseccomp built when maf-launch\n"
 		   "was built, with the supervisor's pid filled in. --check builds the filter with\n"
@@ -87,7 +93,7 @@ int cmd_policy(int argc, char **argv)
 	struct mafl_policy p = {.seccomp = 1, .egress_open = 0, .landlock = 1,
 				.supervisor = POLICY_EXAMPLE_SUPERVISOR};
 	unsigned long long pid;
-	int i, rc, check = 0;
+	int i, rc, check = 0, floor = 0;
 
 	for (i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
@@ -104,6 +110,10 @@ int cmd_policy(int argc, char **argv)
 			check = 1;
 			continue;
 		}
+		if (strcmp(argv[i], "--floor") == 0) {
+			floor = 1;
+			continue;
+		}
 		if (strcmp(argv[i], "--landlock") != 0 &&
 		    mafl_policy_option(&p, argv[i], i + 1 < argc ? argv[i + 1] : NULL)) {
 			i++;
@@ -112,10 +122,12 @@ int cmd_policy(int argc, char **argv)
 		usage(stderr);
 		die(MAFP_EXIT_USAGE, "unknown option '%s'", argv[i]);
 	}
+	if (check && floor)
+		die(MAFP_EXIT_USAGE, "--check and --floor exclude each other");
 	if (check)
 		return check_prebuilt(&p);
 	fflush(stdout);
-	rc = mafl_seccomp_export_pfc(&p, 1);
+	rc = floor ? mafl_seccomp_export_floor(&p, 1) : mafl_seccomp_export_pfc(&p, 1);
 	if (rc < 0)
 		die(MAFP_EXIT_LAUNCHER, "cannot build the seccomp filter: %s", strerror(-rc));
 	return 0;
