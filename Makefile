@@ -30,6 +30,7 @@ GUEST_SMALL := -Os -ffunction-sections -fdata-sections -fno-asynchronous-unwind-
 GUEST_CFLAGS ?= $(COMMON) $(WARN) $(GUEST_SMALL) -fstack-protector-strong \
 	-I$(TP)/musl/include -isystem $(TP)/kernel-include
 GUEST_LDFLAGS ?= -static -s -Wl,--gc-sections -Wl,-z,noseparate-code -Wl,--build-id=none
+# libseccomp builds the filters when maf-launch is built (filtergen); the launcher links none.
 GUEST_LIBS ?= $(TP)/musl/lib/libseccomp.a
 
 HOST_CFLAGS := $(COMMON) $(WARN) $(HARDEN) -O2 -g -Ihost/include -Ihost/src -Iguest $(SAN)
@@ -109,7 +110,7 @@ $(BUILD)/gen/shim_template.h: host/src/shim/maf_host_tools.py $(BUILD)/gen/embed
 $(BUILD)/host-obj/host/src/shim.o: $(BUILD)/gen/shim_template.h
 
 $(BUILD)/maf-launch: $(GUEST_OBJ)
-	$(GUEST_CC) $(GUEST_LDFLAGS) -o $@ $^ $(GUEST_LIBS)
+	$(GUEST_CC) $(GUEST_LDFLAGS) -o $@ $^
 	@echo "maf-launch: $$(stat -c %s $@) bytes"
 
 $(BUILD)/host-obj/cJSON.o: $(TP_STAMP)

@@ -19,27 +19,29 @@ struct mafl_policy {
 #define MAFL_SECCOMP_MAX_KNOWN 469
 
 /* Loads the seccomp filters for p into the calling process (no_new_privs must be set):
- * libseccomp's, then the floor, a filter by syscall number. Returns 0, or a negative errno
- * (libseccomp's filter may be loaded when the floor fails). */
+ * libseccomp's, as it was built with the launcher (guest/gen/filtergen.c) with the
+ * supervisor's pid filled in, then the floor, a filter by syscall number. The launcher links
+ * no libseccomp. Returns 0, or a negative errno (EINVAL: a supervisor pid no prebuilt filter
+ * takes, 1 or less; libseccomp's filter may be loaded when the floor fails). */
 int mafl_seccomp_load(const struct mafl_policy *p);
-/* Writes libseccomp's filter for p as its PFC text to fd. Returns 0, or a negative errno. */
+/* Writes libseccomp's filter for p as its PFC text to fd: in the launcher, the text
+ * libseccomp printed when it was built, with the supervisor's pid filled in; in filtergen,
+ * libseccomp's now. Returns 0, or a negative errno. */
 int mafl_seccomp_export_pfc(const struct mafl_policy *p, int fd);
 /* Writes the floor filter a run loads with p as readable text to fd (nothing with the filter
  * off). Returns 0, or a negative errno. */
 int mafl_seccomp_export_floor(const struct mafl_policy *p, int fd);
 struct sock_filter;
-/* Builds the filter for p with libseccomp into f (room for max instructions). Returns the
- * number of instructions (0 with the filter off), or a negative errno (E2BIG: max too
- * small). */
-ssize_t mafl_seccomp_build_bpf(const struct mafl_policy *p, struct sock_filter *f, size_t max);
 /* Writes pid into the instructions at pid_at and -pid into those at negpid_at: how a run
  * fills in its supervisor's pid in a prebuilt filter (filtergen checks this very step). */
 void mafl_seccomp_fill_pid(struct sock_filter *f, const unsigned short *pid_at, size_t npid,
 			   const unsigned short *negpid_at, size_t nnegpid, int pid);
-/* Compares the prebuilt filter a run loads for p with the one libseccomp builds now.
- * Returns 0 when they are the same instructions, 1 when no prebuilt filter applies (a run
- * would use libseccomp), -1 when they differ or libseccomp fails; why says how. */
-int mafl_seccomp_check(const struct mafl_policy *p, char *why, size_t size);
+#ifdef MAFL_FILTERGEN
+/* filtergen only: builds the filter for p with libseccomp into f (room for max
+ * instructions). Returns the number of instructions (0 with the filter off), or a negative
+ * errno (E2BIG: max too small). */
+ssize_t mafl_seccomp_build_bpf(const struct mafl_policy *p, struct sock_filter *f, size_t max);
+#endif
 /* The name recorded in program_exit.json: "off", "default" or "default+egress". */
 const char *mafl_seccomp_name(const struct mafl_policy *p);
 

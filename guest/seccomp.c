@@ -21,7 +21,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#ifdef MAFL_FILTERGEN
 #include <seccomp.h>
+#endif
 
 #include "contain.h"
 #include "util.h"
@@ -37,6 +39,7 @@
 #define CLONE_NEWCGROUP 0x02000000
 #endif
 
+#ifdef MAFL_FILTERGEN
 /* Syscalls denied outright with EPERM, whatever the program's capabilities: tracing or
  * comparing other processes, loading code into the kernel, mounting, changing the root,
  * namespaces, the kernel keyring, and the machine's own state (the clock, the host and domain
@@ -53,6 +56,7 @@ static const char *const denied[] = {
 	"setdomainname", "settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "syslog",
 	"iopl", "ioperm", "fanotify_init", "vhangup", "nfsservctl",
 };
+#endif
 
 /* Syscalls numbered from 424 on have the same number on every architecture (Linux 5.1 on),
  * and a libseccomp release may not know them by name: the numbers are written here, each
@@ -199,6 +203,14 @@ static const struct floor_rule {
 /* The floor's length: its fixed part (floor_build) and two instructions a denial. */
 #define FLOOR_MAX (14 + 2 * NFLOOR_DENIED)
 
+const char *mafl_seccomp_name(const struct mafl_policy *p)
+{
+	if (!p->seccomp)
+		return "off";
+	return p->egress_open ? "default+egress" : "default";
+}
+
+#ifdef MAFL_FILTERGEN
 /* Without Landlock's signal scope, these reach a process through a descriptor or a pointer
  * the filter cannot read (a pidfd of /proc/<supervisor>, an owner set with F_SETOWN_EX or
  * FIOSETOWN/SIOCSPGRP, whose signal F_SETSIG may make SIGKILL), so they are denied
@@ -425,13 +437,6 @@ static int deny_device_nodes(scmp_filter_ctx ctx)
 	return 0;
 }
 
-const char *mafl_seccomp_name(const struct mafl_policy *p)
-{
-	if (!p->seccomp)
-		return "off";
-	return p->egress_open ? "default+egress" : "default";
-}
-
 static int build(const struct mafl_policy *p, scmp_filter_ctx *out)
 {
 	scmp_filter_ctx ctx;
@@ -504,6 +509,7 @@ fail:
 	seccomp_release(ctx);
 	return rc;
 }
+#endif
 
 void mafl_seccomp_fill_pid(struct sock_filter *f, const unsigned short *pid_at, size_t npid,
 			   const unsigned short *negpid_at, size_t nnegpid, int pid)
@@ -516,6 +522,7 @@ void mafl_seccomp_fill_pid(struct sock_filter *f, const unsigned short *pid_at, 
 		f[negpid_at[i]].k = (uint32_t)-pid;
 }
 
+#ifndef MAFL_FILTERGEN
 /* Writes the floor into f (room for FLOOR_MAX instructions); returns its length. It reads the
  * architecture and the number alone, so the kernel's action cache answers every call it
  * allows without running it, and the load costs little: the kernel runs it once a number. */
@@ -565,6 +572,7 @@ static int load_floor(void)
 	prog.len = (unsigned short)floor_build(f);
 	return syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0 ? -errno : 0;
 }
+#endif
 
 #ifndef MAFL_FILTERGEN
 /* What the constant k of a comparison stands for: after a load of the architecture, or of
@@ -685,34 +693,47 @@ static size_t prebuilt(const struct mafl_policy *p, struct sock_filter *f)
 }
 #endif
 
+#ifndef MAFL_FILTERGEN
 int mafl_seccomp_load(const struct mafl_policy *p)
 {
-	scmp_filter_ctx ctx;
-	int rc;
+	/* No libseccomp in the launcher (it takes most of a millisecond to build the filter,
+	 * allocates, and would be most of the binary): the filter libseccomp built when the
+	 * launcher was, with the supervisor's pid filled in, and the kernel call seccomp_load
+	 * would make. */
+	struct sock_filter f[MAFL_PREBUILT_MAX];
+	struct sock_fprog prog = {.filter = f};
 
 	if (!p->seccomp)
 		return 0;
-#ifndef MAFL_FILTERGEN
-	{
-		/* The run's path: no libseccomp (it takes most of a millisecond to build the
-		 * filter, and allocates), just the kernel call seccomp_load would make. */
-		struct sock_filter f[MAFL_PREBUILT_MAX];
-		struct sock_fprog prog = {.len = (unsigned short)prebuilt(p, f), .filter = f};
-
-		if (prog.len > 0) {
-			if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
-				return -errno;
-			return load_floor();
-		}
-	}
-#endif
-	rc = build(p, &ctx);
-	if (rc < 0)
-		return rc;
-	rc = seccomp_load(ctx);
-	seccomp_release(ctx);
-	return rc < 0 ? rc : load_floor();
+	prog.len = (unsigned short)prebuilt(p, f);
+	if (prog.len == 0)
+		return -EINVAL;
+	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+		return -errno;
+	return load_floor();
 }
+
+int mafl_seccomp_export_pfc(const struct mafl_policy *p, int fd)
+{
+	const struct mafl_pfc *t = &mafl_pfc[!!p->egress_open];
+	char num[16];
+	size_t i;
+
+	if (!p->seccomp)
+		return 0;
+	for (i = 0; i < t->nseg; i++) {
+		if (write_all(fd, t->seg[i], strlen(t->seg[i])) < 0)
+			return -errno;
+		if (!t->sub[i])
+			continue;
+		snprintf(num, sizeof(num), "%u", t->sub[i] == 1 ? (uint32_t)p->supervisor
+								  : (uint32_t)-p->supervisor);
+		if (write_all(fd, num, strlen(num)) < 0)
+			return -errno;
+	}
+	return 0;
+}
+#else
 
 /* Builds the filter for p and writes it to fd with export (libseccomp's PFC or BPF). */
 static int export_filter(const struct mafl_policy *p, int fd,
@@ -763,39 +784,4 @@ out:
 	return rc;
 }
 
-#ifndef MAFL_FILTERGEN
-int mafl_seccomp_check(const struct mafl_policy *p, char *why, size_t size)
-{
-	struct sock_filter built[MAFL_PREBUILT_MAX], pre[MAFL_PREBUILT_MAX];
-	ssize_t n = mafl_seccomp_build_bpf(p, built, MAFL_PREBUILT_MAX);
-	size_t m, i;
-
-	if (n < 0) {
-		snprintf(why, size, "libseccomp cannot build the filter: %s", strerror((int)-n));
-		return -1;
-	}
-	if (!p->seccomp)
-		return 0;
-	m = prebuilt(p, pre);
-	if (m == 0) {
-		snprintf(why, size, "no prebuilt filter applies to supervisor pid %d; a run would "
-			 "build it with libseccomp", p->supervisor);
-		return 1;
-	}
-	if ((size_t)n != m) {
-		snprintf(why, size, "libseccomp builds %zd instructions, the prebuilt filter has %zu",
-			 n, m);
-		return -1;
-	}
-	for (i = 0; i < m; i++) {
-		if (memcmp(&built[i], &pre[i], sizeof(pre[i])) != 0) {
-			snprintf(why, size, "instruction %zu differs: libseccomp {0x%04x, %u, %u, "
-				 "0x%08x}, prebuilt {0x%04x, %u, %u, 0x%08x}", i, built[i].code,
-				 built[i].jt, built[i].jf, built[i].k, pre[i].code, pre[i].jt,
-				 pre[i].jf, pre[i].k);
-			return -1;
-		}
-	}
-	return 0;
-}
 #endif

@@ -55,9 +55,19 @@ static size_t build(int egress, int scoped, int pid, struct sock_filter *f)
 	return (size_t)n;
 }
 
-static void make(int egress, int scoped, struct variant *v)
+/* 1 if v with pid filled in is the filter libseccomp builds for pid now. */
+static int same_as_libseccomp(const struct variant *v, int egress, int scoped, int pid)
 {
 	static struct sock_filter b[MAX_INSNS], c[MAX_INSNS];
+
+	memcpy(b, v->insns, v->len * sizeof(*b));
+	mafl_seccomp_fill_pid(b, v->pid_at, v->npid, v->negpid_at, v->nnegpid, pid);
+	return build(egress, scoped, pid, c) == v->len && memcmp(b, c, v->len * sizeof(*b)) == 0;
+}
+
+static void make(int egress, int scoped, struct variant *v)
+{
+	static struct sock_filter b[MAX_INSNS];
 	size_t i, j, nb;
 
 	v->len = build(egress, scoped, PID_A, v->insns);
@@ -83,15 +93,9 @@ static void make(int egress, int scoped, struct variant *v)
 	}
 	if (v->npid == 0)
 		fail("%s", egress, scoped, "no instruction names the supervisor's pid");
-	for (j = 0; j < sizeof(check_pids) / sizeof(check_pids[0]); j++) {
-		int pid = check_pids[j];
-
-		memcpy(b, v->insns, v->len * sizeof(*b));
-		mafl_seccomp_fill_pid(b, v->pid_at, v->npid, v->negpid_at, v->nnegpid, pid);
-		if (build(egress, scoped, pid, c) != v->len ||
-		    memcmp(b, c, v->len * sizeof(*b)) != 0)
+	for (j = 0; j < sizeof(check_pids) / sizeof(check_pids[0]); j++)
+		if (!same_as_libseccomp(v, egress, scoped, check_pids[j]))
 			fail("%s", egress, scoped, "filling in a pid does not give libseccomp's filter");
-	}
 	/* Blank the pids, so nothing of the build's own runs is left in the data. */
 	mafl_seccomp_fill_pid(v->insns, v->pid_at, v->npid, v->negpid_at, v->nnegpid, 0);
 }
@@ -106,12 +110,98 @@ static void print_slots(const char *name, int e, int s, const unsigned short *at
 	printf("%s};\n", n ? "" : "0");
 }
 
-int main(void)
+/* The PFC text libseccomp prints for the policy `maf-launch policy` shows (egress e, the
+ * signals not scoped), as C: the text cut where the supervisor's pid (PID_A) or -pid stands,
+ * each cut marked 1 or 2 for the launcher to fill in. */
+static void print_pfc(int e)
+{
+	struct mafl_policy p = {.seccomp = 1, .egress_open = e, .supervisor = PID_A};
+	char pid[16], negpid[16], *text, *q, *start;
+	size_t nseg = 0, i;
+	unsigned char sub[4096];
+	FILE *f = tmpfile();
+	long len;
+
+	snprintf(pid, sizeof(pid), "%u", (uint32_t)PID_A);
+	snprintf(negpid, sizeof(negpid), "%u", (uint32_t)-PID_A);
+	if (!f || mafl_seccomp_export_pfc(&p, fileno(f)) < 0 || fseek(f, 0, SEEK_END) != 0 ||
+	    (len = ftell(f)) <= 0 || !(text = calloc((size_t)len + 1, 1)) ||
+	    fseek(f, 0, SEEK_SET) != 0 || fread(text, 1, (size_t)len, f) != (size_t)len)
+		fail("%s", e, 0, "libseccomp cannot print the PFC");
+	fclose(f);
+	printf("static const char *const mafl_pfc_%d_seg[] = {\n\t\"", e);
+	for (q = start = text; *q; q++) {
+		size_t n = strspn(q, "0123456789");
+		int kind = 0;
+
+		if (n && (q == text || q[-1] < '0' || q[-1] > '9')) {
+			kind = n == strlen(pid) && !memcmp(q, pid, n) ? 1 :
+			       n == strlen(negpid) && !memcmp(q, negpid, n) ? 2 : 0;
+		}
+		if (kind) {
+			if (nseg == sizeof(sub))
+				fail("%s", e, 0, "the PFC names the pid too often");
+			sub[nseg++] = (unsigned char)kind;
+			printf("\",\n\t\"");
+			q += n - 1;
+			continue;
+		}
+		if (*q == '\n')
+			printf("\\n\"\n\t\"");
+		else if (*q == '"' || *q == '\\')
+			printf("\\%c", *q);
+		else
+			putchar(*q);
+	}
+	printf("\",\n};\n");
+	sub[nseg++] = 0;
+	printf("static const unsigned char mafl_pfc_%d_sub[] = {", e);
+	for (i = 0; i < nseg; i++)
+		printf("%s%u", i ? ", " : "", sub[i]);
+	printf("};\n\n");
+	free(text);
+	(void)start;
+}
+
+/* filtergen --check PID...: for each pid, with and without egress and Landlock's signal
+ * scope, filling the pid into the prebuilt filter gives what libseccomp builds now. */
+static int check(int argc, char **argv)
+{
+	static struct variant v[2][2];
+	int e, s, i, bad = 0;
+
+	for (e = 0; e < 2; e++)
+		for (s = 0; s < 2; s++)
+			make(e, s, &v[e][s]);
+	for (i = 0; i < argc; i++) {
+		char *end;
+		long pid = strtol(argv[i], &end, 10);
+
+		if (*end || pid < 2 || pid > 0x3fffffff) {
+			fprintf(stderr, "filtergen: --check takes pids from 2, not '%s'\n", argv[i]);
+			return 2;
+		}
+		for (e = 0; e < 2; e++)
+			for (s = 0; s < 2; s++) {
+				int ok = same_as_libseccomp(&v[e][s], e, s, (int)pid);
+
+				printf("supervisor %ld, egress %s, signals %s: %s\n", pid,
+				       e ? "open" : "closed", s ? "scoped" : "not scoped",
+				       ok ? "the prebuilt filter is libseccomp's" : "DIFFERENT");
+				bad |= !ok;
+			}
+	}
+	return bad;
+}
+
+int main(int argc, char **argv)
 {
 	static struct variant v[2][2];
 	size_t max = 0, i;
 	int e, s;
 
+	if (argc > 1 && strcmp(argv[1], "--check") == 0)
+		return check(argc - 2, argv + 2);
 	for (e = 0; e < 2; e++)
 		for (s = 0; s < 2; s++) {
 			make(e, s, &v[e][s]);
@@ -150,6 +240,19 @@ int main(void)
 			       v[e][s].nnegpid, e, s, e, s);
 		printf("\t},\n");
 	}
+	printf("};\n\n");
+	printf("/* The PFC of the filters above for egress closed and open, signals not scoped, cut\n"
+	       " * where the supervisor's pid (1) or -pid (2) stands. */\n"
+	       "struct mafl_pfc {\n"
+	       "\tconst char *const *seg;\n"
+	       "\tconst unsigned char *sub; /* after seg[i]: 0 nothing, 1 pid, 2 -pid */\n"
+	       "\tsize_t nseg;\n"
+	       "};\n\n");
+	for (e = 0; e < 2; e++)
+		print_pfc(e);
+	printf("static const struct mafl_pfc mafl_pfc[2] = {\n");
+	for (e = 0; e < 2; e++)
+		printf("\t{mafl_pfc_%d_seg, mafl_pfc_%d_sub, sizeof(mafl_pfc_%d_sub)},\n", e, e, e);
 	printf("};\n");
 	return ferror(stdout) || fflush(stdout) != 0;
 }
