@@ -21,6 +21,8 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "identity.h"
+#include "prove.h"
 #include "protocol.h"
 #include "tree.h"
 #include "util.h"
@@ -33,8 +35,8 @@
 #endif
 
 #define STOP_DEFAULT_TIMEOUT_MS 10000
-#define STOP_CMDLINE_MAX 65536		/* bytes of /proc/P/cmdline we look at */
 #define STOP_EXIT_NOT_SUPERVISOR 1
+#define STOP_EXIT_LOST 3
 #define STOP_KILL_WAIT_MS 5000		/* for P to die after SIGKILL */
 
 static void usage(FILE *f)
@@ -49,14 +51,19 @@ static void usage(FILE *f)
 	      "exited after the timeout, SIGKILL to its descendants and to P (the exit record\n"
 	      "may then be missing).\n"
 	      "Prints the exit record (R/host_tools/program_exit.json) if there is one.\n"
+	      "When the launcher was root, every process of the run's own identity (uid\n"
+	      "268435456 + P) is killed too, wherever it went: also when P is gone, so that\n"
+	      "nothing of a run whose supervisor was killed survives it.\n"
 	      "\n"
 	      "  --run-dir R          the run directory (required)\n"
 	      "  --supervisor-pid P   the run's supervisor (required)\n"
 	      "  --timeout S          seconds to wait for P before killing (default: 10)\n"
 	      "\n"
-	      "Exit codes: 0 the run has ended (or had already: P is gone and the exit marker\n"
-	      "exists), 1 P is not the supervisor of run R (nothing signalled), 2 usage,\n"
-	      "125 other failure.\n", f);
+	      "Exit codes: 0 the run has ended (or had already: P is gone and left the exit\n"
+	      "marker), 1 P is not the supervisor of run R (nothing signalled), 3 the run is\n"
+	      "lost: P is gone and left no exit marker and record it wrote (a marker or record\n"
+	      "that is not the supervisor's own is not accepted), 2 usage, 125 other failure.\n",
+	      f);
 }
 
 /* The process the host named: pidfd is -1 when the kernel has no pidfd_open. */
@@ -139,111 +146,6 @@ static int target_signal(const struct target *t, int sig)
 	return kill(t->pid, sig);
 }
 
-/* Finds the value of the last --run-dir among the options of a 'maf-launch run' argv, parsing
- * them as run does (run_parse_args): options stop at "--" or the first word not starting with
- * '-', and every option but --help/-h takes a value, inline after '=' or as the next word.
- * args holds the words back to back, each NUL-terminated. Returns the value or NULL. */
-static const char *cmdline_run_dir(const char *args, size_t len)
-{
-	const char *run_dir = NULL, *p = args, *end = args + len, *w, *next;
-	size_t index = 0;
-	int want_value = 0;	/* 1: this word is an option's value; 2: it is --run-dir's */
-
-	for (; p < end; p = next, index++) {
-		const char *z = memchr(p, '\0', (size_t)(end - p));
-
-		if (!z)
-			return NULL;	/* cut by our read cap before the options ended */
-		w = p;
-		next = z + 1;
-		if (index == 0)
-			continue;
-		if (index == 1) {
-			if (strcmp(w, "run") != 0)
-				return NULL;
-			continue;
-		}
-		if (want_value) {
-			if (want_value == 2)
-				run_dir = w;
-			want_value = 0;
-			continue;
-		}
-		if (strcmp(w, "--") == 0 || w[0] != '-')
-			return run_dir;
-		if (strcmp(w, "--help") == 0 || strcmp(w, "-h") == 0)
-			return NULL;	/* run would print its help and exit */
-		if (strncmp(w, "--run-dir=", 10) == 0)
-			run_dir = w + 10;
-		else if (!strchr(w, '='))
-			want_value = strcmp(w, "--run-dir") == 0 ? 2 : 1;
-	}
-	/* Options ran to the end of argv: run would have refused to start. */
-	return NULL;
-}
-
-/* Checks that the process behind /proc/P is the supervisor of run_dir (no trailing slash).
- * Returns 0, or -1 with the reason in why. self is stat("/proc/self/exe"). */
-static int verify(pid_t pid, const char *run_dir, const struct stat *self, char *why, size_t size)
-{
-	char path[64], *cmd = NULL;
-	const char *rd;
-	struct stat st;
-	size_t rlen;
-	ssize_t n;
-	int procfd, fd, rc = -1;
-
-	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
-	procfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (procfd < 0) {
-		snprintf(why, size, "there is no process %d", (int)pid);
-		return -1;
-	}
-	/* stat follows the exe link to the executable's inode, even a deleted one. */
-	if (fstatat(procfd, "exe", &st, 0) < 0) {
-		snprintf(why, size, "its executable cannot be read (%s)", strerror(errno));
-		goto out;
-	}
-	if (st.st_dev != self->st_dev || st.st_ino != self->st_ino) {
-		snprintf(why, size, "it does not run this maf-launch executable");
-		goto out;
-	}
-	if (getsid(pid) != pid) {
-		snprintf(why, size, "it does not lead its own session, as a supervisor does");
-		goto out;
-	}
-	cmd = malloc(STOP_CMDLINE_MAX);
-	if (!cmd) {
-		snprintf(why, size, "out of memory");
-		goto out;
-	}
-	fd = openat(procfd, "cmdline", O_RDONLY | O_CLOEXEC);
-	n = fd < 0 ? -1 : read_full(fd, cmd, STOP_CMDLINE_MAX);
-	if (fd >= 0)
-		close(fd);
-	if (n < 0) {
-		snprintf(why, size, "its command line cannot be read (%s)", strerror(errno));
-		goto out;
-	}
-	rd = cmdline_run_dir(cmd, (size_t)n);
-	if (!rd) {
-		snprintf(why, size, "it is not 'maf-launch run' with a --run-dir");
-		goto out;
-	}
-	rlen = strlen(rd);
-	strip_slashes(rd, &rlen);
-	if (rlen != strlen(run_dir) || memcmp(rd, run_dir, rlen) != 0) {
-		snprintf(why, size, "it supervises the run in %.*s", (int)(rlen > 512 ? 512 : rlen),
-			 rd);
-		goto out;
-	}
-	rc = 0;
-out:
-	free(cmd);
-	close(procfd);
-	return rc;
-}
-
 /* Opens R/host_tools without following a symlink. Returns the descriptor or -1. */
 static int open_host_tools(const char *run_dir)
 {
@@ -298,13 +200,48 @@ static int print_exit_record(const char *run_dir)
 	return 1;
 }
 
-/* P is gone (or exited) before we signalled anything. */
+/* When the launcher was root, the run's processes are every process of its own identity,
+ * derived from the supervisor's pid (identity.h): killing them needs no supervisor. An
+ * identity --user gave is not derived, and not swept here. */
+static void sweep(pid_t supervisor)
+{
+	struct mafl_identity id = {.own = 1, .per_run = 1,
+				   .uid = MAFL_RUN_ID_BASE + (uid_t)supervisor,
+				   .gid = MAFL_RUN_ID_BASE + (gid_t)supervisor};
+
+	if (geteuid() == 0 && mafl_identity_sweep(&id) > 0)
+		warnx("killed what was left of the run of supervisor %d", (int)supervisor);
+}
+
+/* The markers a supervisor wrote are regular files of its own uid (the uid of whoever stops
+ * it, who launched it) that no one else may write. A program under an identity of its own
+ * can make neither; under the launcher's identity the check cannot tell, and Landlock is
+ * what keeps the program out of R/host_tools. */
+static int written_by_supervisor(const char *run_dir, const char *name)
+{
+	struct stat st;
+	int ht = open_host_tools(run_dir), rc;
+
+	if (ht < 0)
+		return 0;
+	rc = fstatat(ht, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+	     st.st_uid == geteuid() && !(st.st_mode & 022);
+	close(ht);
+	return rc;
+}
+
+/* P is gone (or exited) before we signalled anything: what it left is accepted only if it
+ * wrote it. */
 static int already_gone(const struct target *t, const char *run_dir)
 {
+	sweep(t->pid);
 	if (!has_exit_marker(run_dir))
-		die(STOP_EXIT_NOT_SUPERVISOR, "process %d is not running and run %s has no exit "
-		    "marker: it is not that run's supervisor; nothing was signalled", (int)t->pid,
-		    run_dir);
+		die(STOP_EXIT_LOST, "the supervisor %d is gone and run %s has no exit marker: the "
+		    "run is lost", (int)t->pid, run_dir);
+	if (!written_by_supervisor(run_dir, MAFP_MARKER_EXIT_CODE) ||
+	    !written_by_supervisor(run_dir, MAFP_FILE_EXIT_RECORD))
+		die(STOP_EXIT_LOST, "the supervisor %d is gone and the exit marker or record of run "
+		    "%s is not one it wrote: the run is lost", (int)t->pid, run_dir);
 	print_exit_record(run_dir);
 	warnx("run %s had already ended", run_dir);
 	return 0;
@@ -383,7 +320,7 @@ int cmd_stop(int argc, char **argv)
 	}
 	if (target_exited(&t))
 		return already_gone(&t, run_dir);
-	if (verify(t.pid, run_dir, &self, reason, sizeof(reason)) < 0) {
+	if (mafl_prove_supervisor(t.pid, run_dir, &self, reason, sizeof(reason)) < 0) {
 		/* A supervisor that exited just now fails the checks as a zombie, and one still
 		 * exiting (it publishes the exit marker, then exits) fails them too, since its
 		 * /proc/P/exe goes before it is a zombie: give an exiting process a moment. Nothing
@@ -411,7 +348,7 @@ int cmd_stop(int argc, char **argv)
 	if (!target_wait(&t, timeout_ms)) {
 		warnx("the supervisor %d did not end run %s within the timeout; killing every "
 		      "process of the run and the supervisor", t.pid, run_dir);
-		if (t.pidfd < 0 && verify(t.pid, run_dir, &self, reason, sizeof(reason)) < 0) {
+		if (t.pidfd < 0 && mafl_prove_supervisor(t.pid, run_dir, &self, reason, sizeof(reason)) < 0) {
 			if (!target_exited(&t))
 				die(MAFP_EXIT_LAUNCHER, "process %d is no longer the supervisor of run "
 				    "%s (%s); nothing more was signalled", t.pid, run_dir, reason);
@@ -421,6 +358,7 @@ int cmd_stop(int argc, char **argv)
 		if (!target_wait(&t, STOP_KILL_WAIT_MS))
 			die(MAFP_EXIT_LAUNCHER, "the supervisor %d did not die after SIGKILL", t.pid);
 	}
+	sweep(t.pid);
 	if (!print_exit_record(run_dir) && !has_exit_marker(run_dir))
 		warnx("run %s has ended without an exit record", run_dir);
 	return 0;

@@ -18,6 +18,8 @@
  *   {"event":"exit","size":0,"error":"not a regular file"}\n   (or "cannot be read")
  *   {"event":"exit","size":L,"oversized":true}\n   (L more than 32: nothing read)
  *   {"event":"timeout"}\n
+ *   {"event":"lost"}\n   with --supervisor-pid P: P is gone (or is no longer the run's
+ *        supervisor) and left no exit marker
  *
  * A waiting request takes priority over the exit marker. The bytes are what the file held
  * when read, unchecked: the shim publishes through NNNN.request.json.part and a rename, so a
@@ -31,11 +33,17 @@
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "commands.h"
+#include "prove.h"
 #include "protocol.h"
 #include "util.h"
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
 
 #define WAIT_DEFAULT_MAX_BYTES (1ull << 20)
 #define WAIT_MAX_BYTES_CAP (1ull << 30)
@@ -46,6 +54,7 @@
 static void usage(FILE *f)
 {
 	fputs("usage: maf-launch wait --run-dir R --next N --timeout-ms T [--max-bytes B]\n"
+	      "                       [--supervisor-pid P]\n"
 	      "\n"
 	      "Blocks on inotify until request N (R/host_tools/host_tool_calls/NNNN.request.json)\n"
 	      "or the exit marker (R/host_tools/program_exit_code) exists, or T ms have passed,\n"
@@ -56,6 +65,8 @@ static void usage(FILE *f)
 	      "  {\"event\":\"request\",\"id\":N,\"size\":0,\"error\":\"not a regular file\"}\n"
 	      "  {\"event\":\"exit\",\"size\":L}           (L <= 32; same error and oversized)\n"
 	      "  {\"event\":\"timeout\"}\n"
+	      "  {\"event\":\"lost\"}  (with --supervisor-pid: P is gone, or is not R's\n"
+	      "                    supervisor, and there is no exit marker)\n"
 	      "Creates R/host_tools/host_tool_calls if it is missing.\n"
 	      "\n"
 	      "  --run-dir R      the run directory (required)\n"
@@ -153,7 +164,9 @@ int cmd_wait(int argc, char **argv)
 	const char *run_dir = NULL, *v, *why;
 	unsigned long long next = 0, timeout_ms = 0, max_bytes = WAIT_DEFAULT_MAX_BYTES;
 	char request[64], prefix[64], ht_path[MAFP_RUN_DIR_MAX + 32], path[MAFP_RUN_DIR_MAX + 64];
-	int i, have_next = 0, have_timeout = 0, run_fd, ht_fd, calls_fd, ino;
+	int i, have_next = 0, have_timeout = 0, run_fd, ht_fd, calls_fd, ino, sup_fd = -1;
+	int sup_gone = 0;
+	unsigned long long sup = 0;
 	long long deadline;
 
 	for (i = 1; i < argc; i++) {
@@ -173,6 +186,10 @@ int cmd_wait(int argc, char **argv)
 				die(MAFP_EXIT_USAGE, "--timeout-ms takes milliseconds from 0 to %llu, "
 				    "not '%s'", WAIT_TIMEOUT_MS_MAX, v);
 			have_timeout = 1;
+		} else if (opt_take(argc, argv, &i, "--supervisor-pid", &v)) {
+			if (parse_u64(v, 0x7fffffff, &sup) < 0 || sup < 2)
+				die(MAFP_EXIT_USAGE, "--supervisor-pid takes a process id greater than "
+				    "1, not '%s'", v);
 		} else if (opt_take(argc, argv, &i, "--max-bytes", &v)) {
 			if (parse_u64(v, WAIT_MAX_BYTES_CAP, &max_bytes) < 0)
 				die(MAFP_EXIT_USAGE, "--max-bytes takes a byte count up to %llu, not "
@@ -217,11 +234,31 @@ int cmd_wait(int argc, char **argv)
 		ino = -1;
 	}
 
+	/* The supervisor, when named: its end wakes us (a pidfd polls readable once its process
+	 * exits), and a supervisor that ended without the exit marker means the run is lost. It
+	 * is proven to be R's while its pidfd is live: a recycled pid is no supervisor. */
+	if (sup) {
+		char why[512], rd[MAFP_RUN_DIR_MAX + 1];
+		struct stat self;
+		size_t len = strlen(run_dir);
+
+		memcpy(rd, run_dir, len + 1);
+		while (len > 1 && rd[len - 1] == '/')
+			rd[--len] = '\0';
+		sup_fd = (int)syscall(SYS_pidfd_open, (pid_t)sup, 0);
+		if (sup_fd < 0 && errno != ENOSYS)
+			sup_gone = 1;
+		else if (stat("/proc/self/exe", &self) == 0 &&
+			 mafl_prove_supervisor((pid_t)sup, rd, &self, why, sizeof(why)) < 0)
+			sup_gone = 1;
+	}
+
 	/* The watches are in place before the first look, so a file that appears after the
 	 * look wakes us; one that appeared before it is seen by it. */
 	deadline = now_ms() + (long long)timeout_ms;
 	for (;;) {
-		struct pollfd pf = {.fd = ino, .events = POLLIN};
+		struct pollfd pf[2] = {{.fd = ino, .events = POLLIN},
+				       {.fd = sup_fd, .events = POLLIN}};
 		char evbuf[4096];
 		long long left;
 		int exited;
@@ -235,6 +272,11 @@ int cmd_wait(int argc, char **argv)
 		if (exited && emit_file(ht_fd, MAFP_MARKER_EXIT_CODE, "{\"event\":\"exit\"",
 					MAFP_MARKER_MAX) == 0)
 			return 0;
+		/* The supervisor writes the marker before it exits: gone without it, it is lost. */
+		if (!exited && sup_gone) {
+			emit("{\"event\":\"lost\"}\n", NULL, 0);
+			return 0;
+		}
 		left = deadline - now_ms();
 		if (left <= 0) {
 			emit("{\"event\":\"timeout\"}\n", NULL, 0);
@@ -242,8 +284,15 @@ int cmd_wait(int argc, char **argv)
 		}
 		if (ino < 0 && left > WAIT_FALLBACK_MS)
 			left = WAIT_FALLBACK_MS;
-		if (poll(&pf, ino >= 0, left > 3600000 ? 3600000 : (int)left) < 0 && errno != EINTR)
+		if (ino < 0)
+			pf[0].fd = -1;
+		if (poll(pf, 2, left > 3600000 ? 3600000 : (int)left) < 0 && errno != EINTR)
 			die_errno(MAFP_EXIT_LAUNCHER, "cannot wait for inotify events");
+		if (pf[1].revents) {
+			sup_gone = 1;
+			close(sup_fd);
+			sup_fd = -1;
+		}
 		/* Which file woke us does not matter: both are looked at again. */
 		while (ino >= 0 && read(ino, evbuf, sizeof(evbuf)) > 0)
 			;

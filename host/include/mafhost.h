@@ -400,8 +400,13 @@ enum mafh_run_status {
 	MAFH_RUN_STOPPED,       /* mafh_run_stop */
 	MAFH_RUN_LAUNCH_FAILED, /* maf-launch run failed (exit_code: its 2, 125, 126 or 127) */
 	MAFH_RUN_ERROR,         /* a backend or protocol failure ended the run (error) */
+	/* The supervisor ended without an exit marker and record of its own (killed from
+	 * outside the run, or the marker was not its): what is left of the run is killed, and
+	 * how the program ended is not known. */
+	MAFH_RUN_LOST,
 };
-/* "running", "exited", "signaled", "timeout", "stopped", "launch_failed", "error": static. */
+/* "running", "exited", "signaled", "timeout", "stopped", "launch_failed", "error", "lost":
+ * static. */
 MAFH_API const char *mafh_run_status_name(enum mafh_run_status s);
 
 /* What happened in a run, as it happens (mafh_run_options.on_event). */
@@ -474,6 +479,16 @@ struct mafh_run_options {
 	int64_t exec_timeout_ms;
 	mafh_event_fn on_event;    /* may be NULL */
 	void *event_ud;            /* borrowed, handed to on_event */
+	/* What the launcher is given to contain the program (maf-launch run --help); NULL or
+	 * -1 leave the launcher's default. Copied. */
+	const char *user;          /* "UID[:GID]", or "0" to keep a root launcher's root */
+	int64_t max_procs;         /* processes and threads of the run's identity; 0: none */
+	int64_t max_memory;        /* bytes of address space per process; 0: none */
+	const char *const *writable; /* paths the program may also write; NULL-terminated */
+	/* Files transport: after this long without a request, check that the supervisor is
+	 * still there (one exec of `maf-launch wait`), so that a run whose supervisor was
+	 * killed ends as MAFH_RUN_LOST rather than at its deadline (default 2000; 0: never). */
+	int64_t liveness_ms;
 };
 /* Fills *opts with the defaults and sets opts->size; run_dir stays NULL. */
 MAFH_API void mafh_run_options_init(struct mafh_run_options *opts);
@@ -525,6 +540,17 @@ struct mafh_run_result {
 	int64_t pid;                /* from the launch line; 0 before */
 	int64_t supervisor_pid;
 	int session;                /* the launcher printed the session line */
+	/* What contained the program, from the launch line (the launcher's own words, not a
+	 * file the program could write): identity "own" (an identity of the run's own) or
+	 * "launcher" ("" from a launcher that does not say), its uid and gid, and Landlock
+	 * ("abi-N", "unsupported", "failed", "off"). */
+	char identity[16];
+	int64_t uid, gid;
+	char landlock[32];
+	/* 1 when the program could not have written the exit marker and record the host read:
+	 * it ran under an identity of its own, or under Landlock. 0: the result is the
+	 * program's word as much as the supervisor's. */
+	int verified;
 	/* The first error: why the run ended in ERROR, LAUNCH_FAILED, TIMEOUT or STOPPED, or a
 	 * failure met after its end (output, stop, reclaim). */
 	struct mafh_error error;

@@ -399,7 +399,8 @@ static void take_wait_event(struct mafh_run *run, const struct mafh_exec_result 
 	char line[160];
 
 	if (x->timed_out || x->exit_code != 0) {
-		if (x->exit_code == MAFP_EXIT_USAGE && !run->wait_used) {
+		if (x->exit_code == MAFP_EXIT_USAGE && !run->wait_used &&
+		    run->transport == MAFH_TRANSPORT_WAIT) {
 			/* A launcher without `wait`: fall back to polling the files. */
 			run->transport = MAFH_TRANSPORT_FILES;
 			run->next_look_ms = run->now;
@@ -444,6 +445,11 @@ static void take_wait_event(struct mafh_run *run, const struct mafh_exec_result 
 			take_request(run, ev.body, ev.body_len);
 		}
 		return;
+	case MAFH__WAIT_LOST:
+		end_run(run, MAFH_RUN_LOST, MAFH_EPROTO, "the supervisor %lld ended without "
+			"writing the exit marker: the run is lost",
+			(long long)run->result.supervisor_pid);
+		return;
 	case MAFH__WAIT_BAD:
 	case MAFH__WAIT_OTHER:
 		break;
@@ -458,7 +464,9 @@ static enum mafh__state serve_next(struct mafh_run *run)
 		return ST_ANSWER;
 	if (run->call_args)
 		return ST_CALL;
-	if (run->now < run->next_look_ms)
+	if (run->now < run->next_look_ms &&
+	    !(run->liveness_ms && run->launched && run->transport == MAFH_TRANSPORT_FILES &&
+	      run->now >= run->next_liveness_ms))
 		return ST_PAUSE;
 	if (run->next_id > MAFP_CALL_ID_MAX) {
 		end_run(run, MAFH_RUN_ERROR, MAFH_E2BIG, "the program used every call id up to %d",
@@ -467,6 +475,11 @@ static enum mafh__state serve_next(struct mafh_run *run)
 	}
 	if (run->transport == MAFH_TRANSPORT_WAIT)
 		return ST_WAIT_EXEC;
+	/* Quiet for a while over files: is the supervisor still there to write the marker? */
+	if (run->liveness_ms && run->result.supervisor_pid && run->now >= run->next_liveness_ms) {
+		run->liveness_probe = 1;
+		return ST_WAIT_EXEC;
+	}
 	return run->probe_exit_next ? ST_PROBE_EXIT : ST_LOOK;
 }
 
@@ -527,7 +540,10 @@ static int emit_launch(struct mafh_run *run, struct mafh_op *op)
 		.launcher = run->launcher, .run_dir = run->run_dir,
 		.timeout_ms = run->deadline - run->now,
 		.max_output_bytes = run->limits.max_output_bytes, .egress = run->egress,
-		.seccomp = run->seccomp, .landlock = run->landlock, .prog_argv = run->prog_argv,
+		.seccomp = run->seccomp, .landlock = run->landlock, .user = run->user,
+		.max_procs = run->max_procs[0] ? run->max_procs : NULL,
+		.max_memory = run->max_memory[0] ? run->max_memory : NULL,
+		.writable = run->writable, .prog_argv = run->prog_argv,
 	};
 
 	mafh__argv_launch(&run->argv, &la);
@@ -569,7 +585,17 @@ static void take_launch(struct mafh_run *run, const struct mafh_op_result *res)
 	}
 	run->result.pid = info.pid;
 	run->result.supervisor_pid = info.supervisor_pid;
+	memcpy(run->result.identity, info.identity, sizeof(run->result.identity));
+	memcpy(run->result.landlock, info.landlock, sizeof(run->result.landlock));
+	run->result.uid = info.uid;
+	run->result.gid = info.gid;
+	/* The launcher's word, over its own stdout: a program under its own identity, or
+	 * under Landlock, cannot write R/host_tools, so the marker and record are the
+	 * supervisor's. */
+	run->result.verified = strcmp(info.identity, MAFP_IDENTITY_OWN) == 0 ||
+			       strncmp(info.landlock, "abi-", 4) == 0;
 	run->launched = 1;
+	run->next_liveness_ms = run->now + run->liveness_ms;
 	run->state = ST_SERVE;
 	run->next_look_ms = mafh__pacing_launched(&run->pacing, run->now);
 	if (run->transport != MAFH_TRANSPORT_FILES)
@@ -665,10 +691,11 @@ static void take_probe_exit(struct mafh_run *run, const struct mafh_op_result *r
 
 static int emit_wait_exec(struct mafh_run *run, struct mafh_op *op)
 {
-	int64_t slice = wait_slice(run);
+	/* A liveness check looks once, without waiting. */
+	int64_t slice = run->liveness_probe ? 0 : wait_slice(run);
 
 	mafh__argv_wait(&run->argv, run->launcher, run->run_dir, run->next_id, slice,
-			run->limits.max_request_bytes);
+			run->limits.max_request_bytes, run->result.supervisor_pid);
 	/* Room for the event line and the largest request it may print; the exec's own
 	 * overhead gets a few seconds past the slice, so the deadline is not overrun by more. */
 	op_exec(run, op, slice + (run->exec_timeout_ms < 5000 ? run->exec_timeout_ms : 5000),
@@ -679,6 +706,15 @@ static int emit_wait_exec(struct mafh_run *run, struct mafh_op *op)
 static void take_wait_exec(struct mafh_run *run, const struct mafh_op_result *res)
 {
 	run->state = ST_SERVE;
+	if (run->liveness_probe) {
+		run->liveness_probe = 0;
+		run->next_liveness_ms = run->now + run->liveness_ms;
+		/* A launcher without `wait` or its --supervisor-pid: no more checks. */
+		if (!res->error && res->exec.exit_code == MAFP_EXIT_USAGE) {
+			run->liveness_ms = 0;
+			return;
+		}
+	}
 	if (res->error) {
 		end_run(run, MAFH_RUN_ERROR, res->error, "maf-launch wait could not be run: %s",
 			res->detail.message);
@@ -691,6 +727,9 @@ static int emit_pause(struct mafh_run *run, struct mafh_op *op)
 {
 	op->kind = MAFH_OP_WAIT_UNTIL;
 	op->until_ms = run->next_look_ms < run->deadline ? run->next_look_ms : run->deadline;
+	if (run->liveness_ms && run->transport == MAFH_TRANSPORT_FILES &&
+	    run->next_liveness_ms < op->until_ms)
+		op->until_ms = run->next_liveness_ms;
 	run->result.ops.wait++;
 	if (run->wait_files && notifying(run) &&
 	    mafp_call_file_name(run->wait_request + strlen(MAFP_DIR_CALLS) + 1,
@@ -802,6 +841,7 @@ static void take_answer(struct mafh_run *run, const struct mafh_op_result *res)
 	run->answer_note = NULL;
 	run->answer_note_len = 0;
 	run->next_id++;
+	run->next_liveness_ms = run->now + run->liveness_ms;
 	run->next_look_ms = mafh__pacing_answered(&run->pacing, run->now);
 	if (notifying(run))
 		wait_for_files(run);    /* returns at once if the request is there already */
@@ -871,12 +911,26 @@ static int ending_exec_failed(struct mafh_run *run, const struct mafh_op_result 
 	return 1;
 }
 
+/* `maf-launch stop` says the run is lost: the supervisor is gone and left no marker and
+ * record of its own. */
+#define STOP_EXIT_LOST 3
+
 static void take_stop(struct mafh_run *run, const struct mafh_op_result *res)
 {
 	size_t n = res->exec.out_len;
+	char line[200];
 
 	run->state = ST_ENDING;
 	run->stop_done = 1;
+	if (!res->error && !res->exec.timed_out && res->exec.exit_code == STOP_EXIT_LOST) {
+		mafh__first_line(line, sizeof(line), res->exec.err, res->exec.err_len);
+		if (run->result.status != MAFH_RUN_LOST) {
+			run->result.status = MAFH_RUN_LOST;
+			cause(run, MAFH_EPROTO, "%s", line[0] ? line : "maf-launch stop: the run is "
+			      "lost");
+		}
+		return;
+	}
 	if (ending_exec_failed(run, res, "stop") || !n)
 		return;
 	/* stop prints the exit record when there is one. */

@@ -53,13 +53,15 @@ int64_t mafh__pacing_next_after_miss(struct mafh__pacing *p, int64_t now);
 
 /* ---- launcher_argv.c ---------------------------------------------------------------------- */
 
-#define MAFH__ARGV_MAX 64
+#define MAFH__ARGV_MAX 128
+#define MAFH__PROG_ARGV_MAX 64     /* the program's own argv, of those */
+#define MAFH__WRITABLE_MAX 16      /* --writable paths, as the launcher takes at most */
 
 /* An argv and the numbers it borrows. */
 struct mafh__argv {
 	const char *v[MAFH__ARGV_MAX + 1];
 	size_t n;
-	char num[4][32];
+	char num[8][32];
 	size_t n_num;
 };
 
@@ -69,14 +71,18 @@ struct mafh__launch_args {
 	int64_t timeout_ms;            /* the time left to the run */
 	uint64_t max_output_bytes;
 	const char *egress, *seccomp, *landlock;
+	const char *user;              /* "UID[:GID]" or NULL */
+	const char *max_procs, *max_memory; /* decimal, or NULL: the launcher's default */
+	char *const *writable;         /* NULL-terminated, may be NULL */
 	char *const *prog_argv;        /* NULL-terminated */
 };
 
 /* Each fills a with `LAUNCHER SUB --run-dir R ...`; the strings stay borrowed. Returns 0, or
  * -1 when the argv would not fit (the argv is then cut and must not be used). */
 int mafh__argv_launch(struct mafh__argv *a, const struct mafh__launch_args *la);
+/* supervisor_pid 0: none given (no "lost" event). */
 int mafh__argv_wait(struct mafh__argv *a, const char *launcher, const char *run_dir,
-		    long next_id, int64_t slice_ms, uint64_t max_bytes);
+		    long next_id, int64_t slice_ms, uint64_t max_bytes, int64_t supervisor_pid);
 int mafh__argv_stop(struct mafh__argv *a, const char *launcher, const char *run_dir,
 		    int64_t supervisor_pid, const char *timeout_s);
 int mafh__argv_reclaim(struct mafh__argv *a, const char *launcher, const char *run_dir);
@@ -97,6 +103,7 @@ enum mafh__wait_kind {
 	MAFH__WAIT_TIMEOUT,      /* nothing came within the slice */
 	MAFH__WAIT_EXIT,         /* the exit marker: body is its bytes */
 	MAFH__WAIT_REQUEST,      /* request id: body is its bytes */
+	MAFH__WAIT_LOST,         /* the supervisor is gone without the exit marker */
 	MAFH__WAIT_OTHER,        /* an event of another name */
 };
 
@@ -201,7 +208,10 @@ struct mafh_run {
 	char *program;
 	size_t program_len;
 	char **prog_argv;               /* NULL-terminated */
-	char *egress, *seccomp, *landlock;
+	char *egress, *seccomp, *landlock, *user;
+	char max_procs[24], max_memory[24];  /* decimal, "" for the launcher's default */
+	char **writable;                /* NULL-terminated, or NULL */
+	int64_t liveness_ms;
 	int64_t timeout_ms;
 	enum mafh_transport transport;  /* resolved: FILES or WAIT */
 	int keep_run_dir;
@@ -225,6 +235,8 @@ struct mafh_run {
 	int64_t t_start, deadline, now;
 	struct mafh__pacing pacing;
 	int64_t next_look_ms;           /* files: no look before this */
+	int64_t next_liveness_ms;       /* files: check the supervisor then, if still quiet */
+	int liveness_probe;             /* the WAIT_EXEC out is a liveness check */
 	int wait_files;                 /* the next pause waits for files, not just time */
 	char wait_dir[MAFP_RUN_DIR_MAX + 32];
 	char wait_request[48];          /* host_tool_calls/NNNN.request.json */

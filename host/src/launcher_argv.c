@@ -65,6 +65,11 @@ int mafh__argv_launch(struct mafh__argv *a, const struct mafh__launch_args *la)
 	option(a, "--egress", la->egress);
 	option(a, "--seccomp", la->seccomp);
 	option(a, "--landlock", la->landlock);
+	option(a, "--user", la->user);
+	option(a, "--max-procs", la->max_procs);
+	option(a, "--max-memory", la->max_memory);
+	for (i = 0; la->writable && la->writable[i]; i++)
+		option(a, "--writable", la->writable[i]);
 	add(a, "--");
 	for (i = 0; la->prog_argv[i]; i++)
 		add(a, la->prog_argv[i]);
@@ -72,12 +77,14 @@ int mafh__argv_launch(struct mafh__argv *a, const struct mafh__launch_args *la)
 }
 
 int mafh__argv_wait(struct mafh__argv *a, const char *launcher, const char *run_dir,
-		    long next_id, int64_t slice_ms, uint64_t max_bytes)
+		    long next_id, int64_t slice_ms, uint64_t max_bytes, int64_t supervisor_pid)
 {
 	start(a, launcher, "wait", run_dir);
 	option(a, "--next", num(a, "%ld", next_id));
 	option(a, "--timeout-ms", num(a, "%lld", (long long)slice_ms));
 	option(a, "--max-bytes", num(a, "%llu", (unsigned long long)max_bytes));
+	if (supervisor_pid > 0)
+		option(a, "--supervisor-pid", num(a, "%lld", (long long)supervisor_pid));
 	return done(a);
 }
 

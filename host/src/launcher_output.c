@@ -66,6 +66,8 @@ int mafh__wait_event_parse(const char *out, size_t len, struct mafh__wait_event 
 		ev->kind = MAFH__WAIT_EXIT;
 	else if (strcmp(name->valuestring, "request") == 0)
 		ev->kind = MAFH__WAIT_REQUEST;
+	else if (strcmp(name->valuestring, "lost") == 0)
+		ev->kind = MAFH__WAIT_LOST;
 	else
 		ev->kind = MAFH__WAIT_OTHER;
 	size = cJSON_GetObjectItemCaseSensitive(head, "size");

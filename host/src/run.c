@@ -23,6 +23,9 @@ void mafh_run_options_init(struct mafh_run_options *opts)
 	opts->poll_max_ms = 200;
 	opts->wait_slice_ms = 2000;
 	opts->exec_timeout_ms = 30000;
+	opts->max_procs = -1;
+	opts->max_memory = -1;
+	opts->liveness_ms = 2000;
 }
 
 static const char *const transport_names[] = {
@@ -60,6 +63,7 @@ static const char *const status_names[] = {
 	[MAFH_RUN_STOPPED] = "stopped",
 	[MAFH_RUN_LAUNCH_FAILED] = "launch_failed",
 	[MAFH_RUN_ERROR] = "error",
+	[MAFH_RUN_LOST] = "lost",
 };
 
 const char *mafh_run_status_name(enum mafh_run_status s)
@@ -106,6 +110,30 @@ void mafh_op_result_init(struct mafh_op_result *res, enum mafh_op_kind kind)
 	res->kind = kind;
 }
 
+/* "UID" or "UID:GID", decimal, as `maf-launch run --user` takes it; NULL is the default. */
+static int check_user(const char *u, struct mafh_error *err)
+{
+	const char *p = u;
+	int digits = 0, colons = 0;
+
+	if (!u)
+		return 0;
+	for (; *p; p++) {
+		if (*p == ':' && digits && !colons) {
+			colons = 1;
+			digits = 0;
+		} else if (*p >= '0' && *p <= '9' && digits < 10) {
+			digits++;
+		} else {
+			break;
+		}
+	}
+	if (*p || !digits)
+		return mafh__error_set(err, MAFH_EINVAL, "the user option must be UID or UID:GID, "
+				       "in decimal");
+	return 0;
+}
+
 static int check_option_word(const char *v, const char *a, const char *b, const char *name,
 			     struct mafh_error *err)
 {
@@ -139,7 +167,7 @@ static int run_create(struct mafh_registry *reg, struct mafh_backend *backend, u
 	struct mafh_run_options o;
 	struct mafh_run *run;
 	const char *why;
-	size_t i, n;
+	size_t i, n, nw;
 	unsigned need;
 	int rc;
 
@@ -163,9 +191,9 @@ static int run_create(struct mafh_registry *reg, struct mafh_backend *backend, u
 		return rc;
 	for (n = 0; o.argv && o.argv[n]; n++)
 		;
-	if (o.argv && (n == 0 || n > MAFH__ARGV_MAX - 20))
+	if (o.argv && (n == 0 || n > MAFH__PROG_ARGV_MAX))
 		return mafh__error_set(err, MAFH_EINVAL, "the program argv must have 1 to %d "
-				       "entries", MAFH__ARGV_MAX - 20);
+				       "entries", MAFH__PROG_ARGV_MAX);
 
 	/* Capabilities first, before anything else can fail later at the first call. */
 	need = MAFH_CAPS_REQUIRED;
@@ -185,9 +213,19 @@ static int run_create(struct mafh_registry *reg, struct mafh_backend *backend, u
 					       "capability this run needs", cap_name(cap));
 	}
 	if (o.poll_min_ms <= 0 || o.poll_max_ms < o.poll_min_ms || o.wait_slice_ms <= 0 ||
-	    o.exec_timeout_ms <= 0)
+	    o.exec_timeout_ms <= 0 || o.liveness_ms < 0)
 		return mafh__error_set(err, MAFH_EINVAL, "poll, wait and exec intervals must be "
 				       "positive, and poll_max_ms at least poll_min_ms");
+	if ((rc = check_user(o.user, err)) ||
+	    (o.max_procs < -1 || o.max_memory < -1 ?
+	     (rc = mafh__error_set(err, MAFH_EINVAL, "max_procs and max_memory must be -1 (the "
+				   "launcher's default), 0 (none) or a positive count")) : 0))
+		return rc;
+	for (nw = 0; o.writable && o.writable[nw]; nw++) {
+		if (o.writable[nw][0] != '/' || nw == MAFH__WRITABLE_MAX)
+			return mafh__error_set(err, MAFH_EINVAL, "writable takes at most %d absolute "
+					       "paths", MAFH__WRITABLE_MAX);
+	}
 
 	run = calloc(1, sizeof(*run));
 	if (!run)
@@ -219,9 +257,25 @@ static int run_create(struct mafh_registry *reg, struct mafh_backend *backend, u
 	run->egress = dup_or_null(o.egress);
 	run->seccomp = dup_or_null(o.seccomp);
 	run->landlock = dup_or_null(o.landlock);
+	run->user = dup_or_null(o.user);
+	if (o.max_procs >= 0)
+		snprintf(run->max_procs, sizeof(run->max_procs), "%lld", (long long)o.max_procs);
+	if (o.max_memory >= 0)
+		snprintf(run->max_memory, sizeof(run->max_memory), "%lld",
+			 (long long)o.max_memory);
+	run->liveness_ms = o.liveness_ms;
 	if (!run->run_dir || !run->launcher || (o.egress && !run->egress) ||
-	    (o.seccomp && !run->seccomp) || (o.landlock && !run->landlock))
+	    (o.seccomp && !run->seccomp) || (o.landlock && !run->landlock) ||
+	    (o.user && !run->user))
 		goto nomem;
+	if (nw) {
+		run->writable = calloc(nw + 1, sizeof(char *));
+		if (!run->writable)
+			goto nomem;
+		for (i = 0; i < nw; i++)
+			if (!(run->writable[i] = strdup(o.writable[i])))
+				goto nomem;
+	}
 	if (o.program) {
 		run->program = malloc(o.program_len ? o.program_len : 1);
 		if (!run->program)
@@ -312,6 +366,10 @@ void mafh_run_free(struct mafh_run *run)
 	free(run->egress);
 	free(run->seccomp);
 	free(run->landlock);
+	free(run->user);
+	for (i = 0; run->writable && run->writable[i]; i++)
+		free(run->writable[i]);
+	free(run->writable);
 	free(run->wbuf);
 	cJSON_Delete(run->call_args);
 	free(run->call_text);

@@ -194,12 +194,20 @@ def test_stop_after_the_run_ended_reports_the_record(run_dir):
     assert b"already ended" in res.stderr
 
 
-def test_stop_of_a_gone_pid_without_an_exit_marker_signals_nothing(run_dir):
+def test_stop_of_a_gone_pid_without_an_exit_marker_says_the_run_is_lost(run_dir):
+    # A supervisor gone without the exit marker: the run is lost (exit 3). Nothing outside
+    # the run is signalled: only processes of the run's own identity would be (none here).
+    bystander = subprocess.Popen(["sleep", "30"])
     p = subprocess.Popen(["true"])
     p.wait()
-    res = ml("stop", "--run-dir", run_dir, "--supervisor-pid", p.pid)
-    assert res.returncode == 1
-    assert b"nothing was signalled" in res.stderr
+    try:
+        res = ml("stop", "--run-dir", run_dir, "--supervisor-pid", p.pid)
+        assert res.returncode == 3, res.stderr
+        assert b"the run is lost" in res.stderr
+        assert bystander.poll() is None
+    finally:
+        bystander.kill()
+        bystander.wait()
 
 
 @pytest.mark.parametrize("args", [

@@ -926,6 +926,133 @@ static void give_wait_event(struct fixture *f, long expect_next, const char *tex
 	give_exec(f, 0, text, "");
 }
 
+/* The supervisor's end without the marker: a lost run, promptly, over either transport. */
+static void test_lost_run(void **state)
+{
+	struct fixture f;
+	struct mafh_op op;
+	const struct mafh_run_result *r;
+	int64_t t0;
+
+	(void)state;
+	/* wait: it names the supervisor, and says when it is gone. */
+	setup_run(&f, NULL, MAFH_TRANSPORT_AUTO, 60000);
+	start(&f);
+	op = next(&f);
+	assert_string_equal(op.argv[1], "wait");
+	assert_string_equal(argv_after(&op, "--supervisor-pid"), "42");
+	give_exec(&f, 0, "{\"event\":\"lost\"}\n", "");
+	op = next(&f);
+	expect_path(&op, MAFH_OP_READ, R "/host_tools/program_output.txt");
+	give_read(&f, MAFH_READ_OK, "partial");
+	op = next(&f);
+	assert_string_equal(op.argv[1], "stop");
+	give_exec(&f, 3, "", "maf-launch stop: the supervisor 42 is gone and run /tmp/run has "
+		  "no exit marker: the run is lost\n");
+	op = next(&f);
+	expect_path(&op, MAFH_OP_READ, R "/host_tools/program_exit.json");
+	give_read(&f, MAFH_READ_ABSENT, NULL);
+	op = next(&f);
+	assert_string_equal(op.argv[1], "reclaim");
+	give_exec(&f, 0, "", "");
+	assert_int_equal(next(&f).kind, MAFH_OP_DONE);
+	r = mafh_run_result(f.run);
+	assert_int_equal(r->status, MAFH_RUN_LOST);
+	assert_string_equal(mafh_run_status_name(r->status), "lost");
+	assert_int_equal(r->exit_code, -1);
+	assert_string_equal(r->output, "partial");
+	assert_non_null(strstr(r->error.message, "supervisor 42 ended without"));
+	assert_non_null(strstr(r->errors, "the run is lost"));
+	teardown_run(&f);
+
+	/* files: after liveness_ms of quiet, one look through `maf-launch wait --timeout-ms 0
+	 * --supervisor-pid`; a supervisor still there means nothing more. */
+	setup_run(&f, NULL, MAFH_TRANSPORT_FILES, 60000);
+	start(&f);
+	t0 = f.now;
+	for (;;) {
+		op = next(&f);
+		if (op.kind == MAFH_OP_EXEC)
+			break;
+		assert_int_equal(op.kind, MAFH_OP_READ);
+		give_read(&f, MAFH_READ_ABSENT, NULL);
+	}
+	assert_true(f.now - t0 >= 2000);
+	assert_string_equal(op.argv[1], "wait");
+	assert_string_equal(argv_after(&op, "--timeout-ms"), "0");
+	assert_string_equal(argv_after(&op, "--supervisor-pid"), "42");
+	give_exec(&f, 0, "{\"event\":\"timeout\"}\n", "");
+	/* Looks go on; the next check comes another liveness_ms later. */
+	t0 = f.now;
+	for (;;) {
+		op = next(&f);
+		if (op.kind == MAFH_OP_EXEC)
+			break;
+		give_read(&f, MAFH_READ_ABSENT, NULL);
+	}
+	assert_true(f.now - t0 >= 2000);
+	/* The marker written by a program (stop finds the supervisor gone and the marker not
+	 * its own): lost too, whatever the marker said. */
+	give_exec(&f, 0, "{\"event\":\"exit\",\"size\":1}\n0", "");
+	op = next(&f);
+	assert_string_equal(op.argv[1], "stop");
+	give_exec(&f, 3, "", "maf-launch stop: the supervisor 42 is gone and the exit marker or "
+		  "record of run /tmp/run is not one it wrote: the run is lost\n");
+	op = next(&f);
+	give_read(&f, MAFH_READ_ABSENT, NULL);
+	op = next(&f);
+	give_read(&f, MAFH_READ_OK, "");
+	op = next(&f);
+	give_exec(&f, 0, "", "");
+	assert_int_equal(next(&f).kind, MAFH_OP_DONE);
+	r = mafh_run_result(f.run);
+	assert_int_equal(r->status, MAFH_RUN_LOST);
+	assert_non_null(strstr(r->error.message, "not one it wrote"));
+	teardown_run(&f);
+}
+
+/* What contained the program is the launch line's word; without an identity of its own or
+ * Landlock, the result is the program's word too. */
+static void test_containment_from_launch_line(void **state)
+{
+	static const struct {
+		const char *line;
+		int verified;
+		const char *identity, *landlock;
+	} cases[] = {
+		{"{\"pid\":100,\"supervisor_pid\":42,\"session\":100,\"uid\":268435498,"
+		 "\"gid\":268435498,\"identity\":\"own\",\"landlock\":\"unsupported\"}\n", 1, "own",
+		 "unsupported"},
+		{"{\"pid\":100,\"supervisor_pid\":42,\"session\":100,\"uid\":1000,\"gid\":1000,"
+		 "\"identity\":\"launcher\",\"landlock\":\"abi-7\"}\n", 1, "launcher", "abi-7"},
+		{"{\"pid\":100,\"supervisor_pid\":42,\"session\":100,\"uid\":1000,\"gid\":1000,"
+		 "\"identity\":\"launcher\",\"landlock\":\"off\"}\n", 0, "launcher", "off"},
+		{"{\"pid\":100,\"supervisor_pid\":42,\"session\":100}\n", 0, "", ""},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct fixture f;
+		struct mafh_op op;
+		const struct mafh_run_result *r;
+
+		setup_run(&f, NULL, MAFH_TRANSPORT_FILES, 60000);
+		op = next(&f);
+		give_write_ok(&f);
+		op = next(&f);
+		give_write_ok(&f);
+		op = next(&f);
+		assert_int_equal(op.kind, MAFH_OP_EXEC);
+		give_exec(&f, 0, cases[i].line, "");
+		r = mafh_run_result(f.run);
+		assert_int_equal(r->verified, cases[i].verified);
+		assert_string_equal(r->identity, cases[i].identity);
+		assert_string_equal(r->landlock, cases[i].landlock);
+		assert_int_equal(r->supervisor_pid, 42);
+		teardown_run(&f);
+	}
+}
+
 static void test_wait_transport(void **state)
 {
 	struct fixture f;
@@ -1350,6 +1477,8 @@ int main(void)
 		cmocka_unit_test(test_backend_errors),
 		cmocka_unit_test(test_forged_marker),
 		cmocka_unit_test(test_wait_transport),
+		cmocka_unit_test(test_lost_run),
+		cmocka_unit_test(test_containment_from_launch_line),
 		cmocka_unit_test(test_wait_fallback),
 		cmocka_unit_test(test_wait_garbage),
 		cmocka_unit_test(test_wait_target),

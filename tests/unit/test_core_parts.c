@@ -131,7 +131,7 @@ static void test_argv(void **state)
 		.launcher = "/bin/maf-launch", .run_dir = "/r", .timeout_ms = 61234,
 		.max_output_bytes = 1048576, .prog_argv = prog,
 	};
-	char *many[80];
+	char *many[160];
 
 	(void)state;
 	assert_int_equal(mafh__argv_launch(&a, &la), 0);
@@ -147,17 +147,42 @@ static void test_argv(void **state)
 			"--timeout", "0.005", "--max-output-bytes", "1048576", "--egress", "open",
 			"--seccomp", "off", "--landlock", "auto", "--", "python3",
 			"/r/host_tools/program.py", "x y", NULL});
+	/* What contains the program, when the host says. */
+	{
+		char *w[] = {"/srv/out", "/dev/shm", NULL};
+		struct mafh__launch_args lb = {
+			.launcher = "ml", .run_dir = "/r", .timeout_ms = 1000,
+			.max_output_bytes = 10, .user = "1000:1000", .max_procs = "0",
+			.max_memory = "1073741824", .writable = w, .prog_argv = prog,
+		};
+
+		assert_int_equal(mafh__argv_launch(&a, &lb), 0);
+		assert_argv(&a, (const char *const[]){"ml", "run", "--run-dir", "/r",
+				"--timeout", "1.000", "--max-output-bytes", "10", "--user", "1000:1000",
+				"--max-procs", "0", "--max-memory", "1073741824", "--writable",
+				"/srv/out", "--writable", "/dev/shm", "--", "python3",
+				"/r/host_tools/program.py", "x y", NULL});
+		lb.max_procs = lb.max_memory = NULL;
+		lb.user = NULL;
+		lb.writable = NULL;
+		assert_int_equal(mafh__argv_launch(&a, &lb), 0);
+		assert_string_equal(a.v[8], "--");
+	}
 	/* Past the cap: refused, and the argv is cut where it would not fit. */
-	for (int i = 0; i < 79; i++)
+	for (int i = 0; i < 159; i++)
 		many[i] = "arg";
-	many[79] = NULL;
+	many[159] = NULL;
 	la.prog_argv = many;
 	assert_int_equal(mafh__argv_launch(&a, &la), -1);
 	assert_null(a.v[MAFH__ARGV_MAX]);
 
-	assert_int_equal(mafh__argv_wait(&a, "ml", "/r", 12, 2000, 1048576), 0);
+	assert_int_equal(mafh__argv_wait(&a, "ml", "/r", 12, 2000, 1048576, 0), 0);
 	assert_argv(&a, (const char *const[]){"ml", "wait", "--run-dir", "/r", "--next", "12",
 			"--timeout-ms", "2000", "--max-bytes", "1048576", NULL});
+	/* With the supervisor named, wait also says when it is gone without the marker. */
+	assert_int_equal(mafh__argv_wait(&a, "ml", "/r", 3, 0, 64, 4242), 0);
+	assert_argv(&a, (const char *const[]){"ml", "wait", "--run-dir", "/r", "--next", "3",
+			"--timeout-ms", "0", "--max-bytes", "64", "--supervisor-pid", "4242", NULL});
 	assert_int_equal(mafh__argv_stop(&a, "ml", "/r", 4242, "10"), 0);
 	assert_argv(&a, (const char *const[]){"ml", "stop", "--run-dir", "/r",
 			"--supervisor-pid", "4242", "--timeout", "10", NULL});

@@ -1,0 +1,124 @@
+/* Proving that a pid names the supervisor of a run (prove.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "prove.h"
+#include "util.h"
+
+#define PROVE_CMDLINE_MAX 65536		/* bytes of /proc/P/cmdline looked at */
+
+static void strip_slashes(const char *s, size_t *len)
+{
+	while (*len > 1 && s[*len - 1] == '/')
+		(*len)--;
+}
+
+/* Finds the value of the last --run-dir among the options of a 'maf-launch run' argv, parsing
+ * them as run does (run_parse_args): options stop at "--" or the first word not starting with
+ * '-', and every option but --help/-h takes a value, inline after '=' or as the next word.
+ * args holds the words back to back, each NUL-terminated. Returns the value or NULL. */
+static const char *cmdline_run_dir(const char *args, size_t len)
+{
+	const char *run_dir = NULL, *p = args, *end = args + len, *w, *next;
+	size_t index = 0;
+	int want_value = 0;	/* 1: this word is an option's value; 2: it is --run-dir's */
+
+	for (; p < end; p = next, index++) {
+		const char *z = memchr(p, '\0', (size_t)(end - p));
+
+		if (!z)
+			return NULL;	/* cut by our read cap before the options ended */
+		w = p;
+		next = z + 1;
+		if (index == 0)
+			continue;
+		if (index == 1) {
+			if (strcmp(w, "run") != 0)
+				return NULL;
+			continue;
+		}
+		if (want_value) {
+			if (want_value == 2)
+				run_dir = w;
+			want_value = 0;
+			continue;
+		}
+		if (strcmp(w, "--") == 0 || w[0] != '-')
+			return run_dir;
+		if (strcmp(w, "--help") == 0 || strcmp(w, "-h") == 0)
+			return NULL;	/* run would print its help and exit */
+		if (strncmp(w, "--run-dir=", 10) == 0)
+			run_dir = w + 10;
+		else if (!strchr(w, '='))
+			want_value = strcmp(w, "--run-dir") == 0 ? 2 : 1;
+	}
+	/* Options ran to the end of argv: run would have refused to start. */
+	return NULL;
+}
+
+int mafl_prove_supervisor(pid_t pid, const char *run_dir, const struct stat *self, char *why,
+			  size_t size)
+{
+	char path[64], *cmd = NULL;
+	const char *rd;
+	struct stat st;
+	size_t rlen;
+	ssize_t n;
+	int procfd, fd, rc = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	procfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (procfd < 0) {
+		snprintf(why, size, "there is no process %d", (int)pid);
+		return -1;
+	}
+	/* stat follows the exe link to the executable's inode, even a deleted one. */
+	if (fstatat(procfd, "exe", &st, 0) < 0) {
+		snprintf(why, size, "its executable cannot be read (%s)", strerror(errno));
+		goto out;
+	}
+	if (st.st_dev != self->st_dev || st.st_ino != self->st_ino) {
+		snprintf(why, size, "it does not run this maf-launch executable");
+		goto out;
+	}
+	if (getsid(pid) != pid) {
+		snprintf(why, size, "it does not lead its own session, as a supervisor does");
+		goto out;
+	}
+	cmd = malloc(PROVE_CMDLINE_MAX);
+	if (!cmd) {
+		snprintf(why, size, "out of memory");
+		goto out;
+	}
+	fd = openat(procfd, "cmdline", O_RDONLY | O_CLOEXEC);
+	n = fd < 0 ? -1 : read_full(fd, cmd, PROVE_CMDLINE_MAX);
+	if (fd >= 0)
+		close(fd);
+	if (n < 0) {
+		snprintf(why, size, "its command line cannot be read (%s)", strerror(errno));
+		goto out;
+	}
+	rd = cmdline_run_dir(cmd, (size_t)n);
+	if (!rd) {
+		snprintf(why, size, "it is not 'maf-launch run' with a --run-dir");
+		goto out;
+	}
+	rlen = strlen(rd);
+	strip_slashes(rd, &rlen);
+	if (rlen != strlen(run_dir) || memcmp(rd, run_dir, rlen) != 0) {
+		snprintf(why, size, "it supervises the run in %.*s", (int)(rlen > 512 ? 512 : rlen),
+			 rd);
+		goto out;
+	}
+	rc = 0;
+out:
+	free(cmd);
+	close(procfd);
+	return rc;
+}
+
