@@ -256,6 +256,11 @@ int cli_report_json(FILE *f, const struct cli_report *r)
 	put(o, "pid", number(res->pid), &failed);
 	put(o, "supervisor_pid", number(res->supervisor_pid), &failed);
 	put(o, "session", cJSON_CreateBool(res->session), &failed);
+	/* What contained the program, as the launcher said over its stdout. */
+	put(o, "identity", text_or_null(res->identity[0] ? res->identity : NULL), &failed);
+	put(o, "uid", res->identity[0] ? number(res->uid) : cJSON_CreateNull(), &failed);
+	put(o, "landlock", text_or_null(res->landlock[0] ? res->landlock : NULL), &failed);
+	put(o, "verified", cJSON_CreateBool(res->verified), &failed);
 	put(o, "run_dir", text_or_null(r->run_dir), &failed);
 	put(o, "record", record_object(&res->record, &failed), &failed);
 	printed = failed ? NULL : cJSON_PrintUnformatted(o);
@@ -280,6 +285,10 @@ void cli_report_summary(FILE *f, const struct cli_report *r)
 	if (res->record.have_record)
 		fprintf(f, " (seccomp %s, landlock %s)", res->record.seccomp, res->record.landlock);
 	fputc('\n', f);
+	if (res->identity[0])
+		fprintf(f, "contained       %s identity (uid %lld), landlock %s%s\n",
+			res->identity, (long long)res->uid, res->landlock,
+			res->verified ? "" : ": unverified");
 	fprintf(f, "calls           %lld served, %lld of them refused", (long long)res->calls,
 		(long long)res->refusals);
 	if (res->undelivered)

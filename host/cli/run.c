@@ -347,6 +347,16 @@ static void build_run_options(struct run_cmd *c)
 	judge(c, "--seccomp", a->seccomp);
 	o->landlock = a->landlock;
 	judge(c, "--landlock", a->landlock);
+	o->user = a->user;
+	judge(c, "--user", a->user);
+	if (a->max_procs.text)
+		o->max_procs = (int64_t)a->max_procs.value;
+	if (a->max_memory)
+		o->max_memory = a->max_memory_value;
+	judge(c, "--max-procs", a->max_procs.text);
+	o->writable = a->n_writable ? a->writable : NULL;
+	if (a->n_writable)
+		judge(c, "--writable", a->writable[0]);
 	o->transport = a->transport_value;
 	judge(c, "--transport", a->transport);
 }
@@ -559,6 +569,9 @@ static int run_report(struct run_cmd *c)
 	case MAFH_RUN_ERROR:
 		cli_warn("the run failed: %s", cli_sentence(&res->error, MAFH_EIO));
 		break;
+	case MAFH_RUN_LOST:
+		cli_warn("the run is lost: %s", cli_sentence(&res->error, MAFH_EPROTO));
+		break;
 	default:
 		if (res->error.message[0])
 			cli_warn("%s", res->error.message);
@@ -566,6 +579,12 @@ static int run_report(struct run_cmd *c)
 	}
 	if (server_error)
 		cli_warn("tools server error: %s", server_error);
+	/* Neither an identity of its own nor Landlock: the program could have written the
+	 * exit marker and record itself. */
+	if (res->pid > 0 && !res->verified)
+		cli_warn("the result is unverified: the program ran under the launcher's identity "
+			 "without Landlock (%s), so it could have written its exit marker and record "
+			 "itself", res->landlock[0] ? res->landlock : "not said");
 	if (res->output_truncated && !a->json)
 		cli_warn("the program's output was truncated");
 	if (a->keep_run_dir)

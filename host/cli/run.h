@@ -47,6 +47,12 @@ struct run_args {
 	const char *egress;
 	const char *seccomp;
 	const char *landlock;
+	const char *user;
+	struct run_limit max_procs;
+	const char *max_memory;
+	long long max_memory_value;   /* -1: not given */
+	const char *writable[17];     /* --writable, NULL-terminated; the library caps the count */
+	size_t n_writable;
 	int keep_run_dir;
 	int json;
 	int summary;

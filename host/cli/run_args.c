@@ -221,6 +221,37 @@ static void set_transport(void *ctx, const struct cli_option *opt, const char *v
 	a->transport = v;
 }
 
+/* --max-memory BYTES with K, M or G, as the launcher takes it; 0 is none. */
+static void set_memory(void *ctx, const struct cli_option *opt, const char *v)
+{
+	struct run_args *a = ctx;
+	unsigned long long n;
+	char *end;
+
+	(void)opt;
+	errno = 0;
+	n = strtoull(v, &end, 10);
+	if (end == v || errno || *v == '-' ||
+	    (*end && (end[1] || !strchr("KkMmGg", *end))) || n > (1ull << 40))
+		cli_usage_error("--max-memory takes a byte count with an optional K, M or G, not "
+				"'%s'", v);
+	n <<= *end == 'K' || *end == 'k' ? 10 : *end == 'M' || *end == 'm' ? 20 :
+	      *end == 'G' || *end == 'g' ? 30 : 0;
+	a->max_memory = v;
+	a->max_memory_value = (long long)n;
+}
+
+static void set_writable(void *ctx, const struct cli_option *opt, const char *v)
+{
+	struct run_args *a = ctx;
+
+	(void)opt;
+	if (a->n_writable == sizeof(a->writable) / sizeof(a->writable[0]) - 1)
+		cli_usage_error("--writable is given more than %zu times",
+				sizeof(a->writable) / sizeof(a->writable[0]) - 1);
+	a->writable[a->n_writable++] = v;
+}
+
 #define AT(field) offsetof(struct run_args, field)
 
 static const struct cli_option options[] = {
@@ -274,6 +305,16 @@ static const struct cli_option options[] = {
 	 "the launcher's seccomp filter (default: default)"},
 	{"--landlock", "auto|off", set_word, AT(landlock),
 	 "Landlock where the kernel has it (default: auto)"},
+	{"--user", "UID[:GID]", set_word, AT(user),
+	 "the program's identity (default, when the launcher is root: one of the run's own, "
+	 "268435456 + the supervisor's pid; 0 keeps root, for a program trusted more than the "
+	 "sandbox)"},
+	{"--max-procs", "N", set_limit, AT(max_procs),
+	 "processes and threads of the run's own identity (default: 256; 0: none)"},
+	{"--max-memory", "BYTES", set_memory, 0,
+	 "address space of each process of the run, with K, M or G (default: 4G; 0: none)"},
+	{"--writable", "PATH", set_writable, 0,
+	 "a path outside the run the program may also write (repeatable)"},
 	{"--keep-run-dir", NULL, set_flag, AT(keep_run_dir),
 	 "keep the run directory (a fresh directory under $TMPDIR or /tmp) and print its path "
 	 "on stderr"},
