@@ -66,7 +66,7 @@ PROBE_BIN := $(patsubst tests/probes/%.c,$(BUILD)/probes/%,$(PROBE_SRC))
 
 TP_STAMP := $(TP)/.stamp
 
-.PHONY: all deps setup test unit integration asan fuzz bench-launch bench-calls demo clean \
+.PHONY: all deps setup test unit integration hostile asan fuzz bench-launch bench-calls demo clean \
 	size probes install install-check shim-check
 .DELETE_ON_ERROR:
 
@@ -186,6 +186,12 @@ shim-check: $(BUILD)/maf-host
 integration: all $(PROBE_BIN)
 	MAF_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -p no:cacheprovider tests/integration
 
+# Hostile programs, one per attack on what the README promises to contain, run through
+# maf-host on the local backend as root (tests/hostile). Its own pytest run: its conftest is
+# not the integration tests'.
+hostile: all
+	MAF_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -p no:cacheprovider tests/hostile
+
 # The README's test command: set up the machine, build, run every test.
 test: setup
 	$(MAKE) all
@@ -194,6 +200,7 @@ test: setup
 	$(MAKE) install-check
 	$(MAKE) fuzz-smoke
 	$(MAKE) integration
+	$(MAKE) hostile
 
 # The same suites with AddressSanitizer and UndefinedBehaviorSanitizer: the launcher is built
 # against glibc for it (sanitizers need a dynamic C library), the host side as usual. The unit
@@ -206,7 +213,7 @@ ASAN_MAKE = BUILD=build/asan SAN="$(ASAN_FLAGS)" GUEST_CC="$(CC)" \
 	GUEST_LDFLAGS="$(ASAN_FLAGS)" GUEST_LIBS=-lseccomp
 asan: setup deps
 	$(MAKE) $(ASAN_MAKE) all unit
-	ASAN_OPTIONS=detect_leaks=0 $(MAKE) $(ASAN_MAKE) integration
+	ASAN_OPTIONS=detect_leaks=0 $(MAKE) $(ASAN_MAKE) integration hostile
 
 PC_LIBDIR = $(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))
 PC_INCLUDEDIR = $(patsubst $(PREFIX)/%,$${prefix}/%,$(INCLUDEDIR))
