@@ -1,6 +1,7 @@
 # make demo: a Python program in the sandbox (maf-launch on the local backend, the default
 # seccomp policy) walks a four-stage lookup only the host's tools can answer:
 #   state name -> state id -> store ids -> sales rows -> product names.
+# --verbose shows each call on stderr as it is served.
 # The data stays on the host (tests/demo/data.json), served by tests/demo/tools_server.py.
 # Included by the root Makefile. DEMO_STATE picks the state (Oregon, Washington, Nevada).
 
@@ -19,5 +20,5 @@ demo: setup
 	@echo "   4 host tools served by tests/demo/tools_server.py from tests/demo/data.json"
 	@echo
 	@MAF_LAUNCH=$(abspath $(BUILD))/maf-launch $(BUILD)/maf-host run --backend local \
-		--seccomp default --timeout 60 --max-calls 32 --summary \
+		--seccomp default --timeout 60 --max-calls 32 --summary --verbose \
 		$(DEMO_TOOLS) $(DEMO_DIR)/program.py -- "$(DEMO_STATE)"
