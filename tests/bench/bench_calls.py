@@ -91,6 +91,8 @@ def main():
         for parent in parents:
             for host in hosts:
                 kept.append(tempfile.mkdtemp(prefix="maf-bench-calls-", dir=parent))
+                # The run's own identity passes through it to its run directory.
+                os.chmod(kept[-1], 0o711)
                 bench(a, parent, kept[-1], host)
     finally:
         for d in kept:

@@ -269,6 +269,8 @@ int main(int argc, char **argv)
 		die("the directory name %s is too long", tmp);
 	if (!mkdtemp(base))
 		die("cannot create a directory in %s", tmp);
+	/* A run under an identity of its own passes through it to its run directory. */
+	chmod(base, 0711);
 	for (k = 0; k < KINDS; k++)
 		times[k] = calloc((size_t)iterations, sizeof(long long));
 	create_us = create_cost_us(base);
