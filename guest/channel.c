@@ -14,10 +14,22 @@
 #include "protocol.h"
 #include "util.h"
 
+/* Calls taken from one connection per wake: the rest of what it sent waits, in its buffer or
+ * in the socket, for the next turn of the supervisor's loop (channel_pollfds asks for one at
+ * once), so a connection that streams calls holds up neither the timer nor the others. */
+#define CONN_CALLS_PER_WAKE 16
+
+/* After a read of a response that failed, the next such read waits at least this many times
+ * as long as that one took (and at least MAFL_CHANNEL_RETRY_MS): see serve_due. */
+#define RETRY_COST_FACTOR 10
+
 struct conn {
 	int fd;                 /* -1: slot free */
 	char *in;
 	size_t in_len, in_cap;  /* the line buffer grows from 4 KiB to MAFL_CHANNEL_LINE_MAX */
+	size_t in_off;          /* in[in_off..in_len) is not handled yet */
+	size_t in_scan;         /* in[in_off..in_scan) holds no newline */
+	int more;               /* a whole line is buffered, left for the next wake */
 	char *out;
 	size_t out_len, out_off;
 	int eof;                /* the peer closed its side: close once nothing is owed */
@@ -27,6 +39,9 @@ struct call {
 	long n;                 /* the call file number; 0: slot free */
 	int conn;               /* the connection to answer, -1 when it went away */
 	cJSON *id;              /* the caller's id, owned */
+	int due;                /* an event named the response since the last look */
+	int failed;             /* a look found the file and could not take it, as seen: */
+	struct channel_file_state seen;
 };
 
 /* A response relayed and done with, whose file a later request reuses (reuse_response). */
@@ -48,6 +63,8 @@ struct channel {
 	long claim_src;         /* our last claim made as a file, linked to by the next; 0: none */
 	struct spare spares[SPARES];
 	int nspares;
+	long long retry_at;     /* no response that failed is read again before (ms) */
+	int next_due;           /* where the next look for due calls starts: each gets a turn */
 	unsigned long long accepted;
 	long long answered;     /* answers relayed to their caller's connection */
 	long lost[MAFP_UNDELIVERED_MAX];  /* calls whose answer found no caller */
@@ -323,7 +340,6 @@ static int reuse_response(struct channel *c, const char *fname, const char *req,
 	return -1;
 }
 
-static void try_complete(struct channel *c, struct call *k);
 static void handle_inotify(struct channel *c);
 
 static void handle_call(struct channel *c, int i, const char *line, size_t len)
@@ -386,6 +402,7 @@ static void handle_call(struct channel *c, int i, const char *line, size_t len)
 		goto out;
 	}
 	free(req);
+	memset(slot, 0, sizeof(*slot));
 	slot->n = n;
 	slot->conn = i;
 	slot->id = cJSON_Duplicate(id, 1);
@@ -398,22 +415,63 @@ out:
 	cJSON_Delete(root);
 }
 
+void channel_file_state_of(struct channel_file_state *fs, const struct stat *st)
+{
+	memset(fs, 0, sizeof(*fs));
+	fs->dev = (uint64_t)st->st_dev;
+	fs->ino = (uint64_t)st->st_ino;
+	fs->size = (int64_t)st->st_size;
+	fs->mtime_sec = (int64_t)st->st_mtim.tv_sec;
+	fs->mtime_nsec = (int64_t)st->st_mtim.tv_nsec;
+	fs->ctime_sec = (int64_t)st->st_ctim.tv_sec;
+	fs->ctime_nsec = (int64_t)st->st_ctim.tv_nsec;
+}
+
+/* The file is the same as far as a stat can tell. Any write moves the ctime on: since
+ * Linux 6.13 to a later value even within the clock's tick, once a stat has read it (the
+ * multigrain timestamps of ext4, xfs, btrfs and tmpfs), as ours just did. */
+static int file_state_same(const struct channel_file_state *a,
+			   const struct channel_file_state *b)
+{
+	return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+	       a->mtime_sec == b->mtime_sec && a->mtime_nsec == b->mtime_nsec &&
+	       a->ctime_sec == b->ctime_sec && a->ctime_nsec == b->ctime_nsec;
+}
+
+enum channel_look channel_look_decide(const struct channel_file_state *failed,
+				      const struct channel_file_state *cur, long long now_ms,
+				      long long retry_at_ms)
+{
+	if (!failed)
+		return CHANNEL_LOOK_NOW;
+	if (now_ms < retry_at_ms)
+		return CHANNEL_LOOK_LATER;
+	return cur && file_state_same(failed, cur) ? CHANNEL_LOOK_SKIP : CHANNEL_LOOK_NOW;
+}
+
 /* Reads NNNN.response.json if it is there and whole, and relays it. A response that does
- * not parse yet is left for the next event: a backend's write_file may land in pieces. */
-static void try_complete(struct channel *c, struct call *k)
+ * not parse yet is left for the next event: a backend's write_file may land in pieces. A
+ * look that found the file and could not take it is remembered (the file as it was) and
+ * sets when the next read of such a response may come (serve_due). Returns the bytes read. */
+static size_t look(struct channel *c, struct call *k)
 {
 	struct mafp_response resp;
 	char fname[48], *buf = NULL;
 	struct stat st;
-	ssize_t got;
+	ssize_t got = 0;
+	long long start = now_ms(), cost;
 	int fd;
 
 	mafp_call_file_name(fname, sizeof(fname), k->n, MAFP_SUFFIX_RESPONSE);
 	fd = openat(c->calls_dir, fname, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
-		return;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size == 0)
-		goto out;
+		return 0;
+	if (fstat(fd, &st) < 0) {
+		close(fd);
+		return 0;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_size == 0)
+		goto failed;
 	if (st.st_size > (off_t)MAFL_CHANNEL_RESPONSE_MAX) {
 		char why[128];
 
@@ -425,7 +483,7 @@ static void try_complete(struct channel *c, struct call *k)
 	}
 	buf = malloc((size_t)st.st_size + 1);
 	if (!buf)
-		goto out;
+		goto failed;
 	/* One read for the size fstat gave, and one byte more: a file still growing fills it
 	 * (not finished yet). A read that returns exactly the size is the whole file as it is
 	 * now, with no second read to learn of its end; anything shorter reads on to the end. */
@@ -438,9 +496,9 @@ static void try_complete(struct channel *c, struct call *k)
 		got = more < 0 ? -1 : got + more;
 	}
 	if (got <= 0 || got > st.st_size)
-		goto out;	/* grew while we read: not finished yet */
+		goto failed;	/* grew while we read: not finished yet */
 	if (mafp_response_decode(buf, (size_t)got, MAFL_CHANNEL_RESPONSE_MAX, &resp) < 0)
-		goto out;
+		goto failed;
 	/* The host answered; the call is served only if its caller is still there to read it
 	 * (the exit record names the others, so the host does not count them). */
 	if (conn_send(c, k->conn, answer_line(k->id, resp.value, resp.refusal)) == 0)
@@ -454,44 +512,96 @@ static void try_complete(struct channel *c, struct call *k)
 done:
 	cJSON_Delete(k->id);
 	memset(k, 0, sizeof(*k));
+	goto out;
+failed:
+	k->failed = 1;
+	channel_file_state_of(&k->seen, &st);
+	if (got != 0) {
+		long long end = now_ms();
+
+		cost = (end - start) * RETRY_COST_FACTOR;
+		c->retry_at = end + (cost > MAFL_CHANNEL_RETRY_MS ? cost : MAFL_CHANNEL_RETRY_MS);
+	}
 out:
 	free(buf);
 	close(fd);
+	return got > 0 ? (size_t)got : 0;
 }
 
+/* Looks at the responses events have named since, in turns starting after the last call a
+ * read of a failed response was for. What a program can make the supervisor do again and
+ * again is read a response that failed: it may write one that never parses and touch it
+ * for ever. Such a response is looked at again only after retry_at, set by the last read
+ * that failed (of any call) to RETRY_COST_FACTOR times as long as that read took, or
+ * MAFL_CHANNEL_RETRY_MS if longer; and read only if its file has changed. So those reads
+ * take at most about a tenth of the supervisor's time, whatever the program does. A
+ * call's first look is never held back (there is one per call, at the host's pace), but
+ * the reads of one wake stop once MAFL_CHANNEL_RESPONSE_MAX bytes are read: the rest waits
+ * for the next (channel_pollfds asks for it at once). */
+static void serve_due(struct channel *c)
+{
+	long long now = -1;
+	size_t spent = 0;
+	int j;
+
+	for (j = 0; j < MAFL_CHANNEL_MAX_INFLIGHT && spent < MAFL_CHANNEL_RESPONSE_MAX; j++) {
+		int at = (c->next_due + j) % MAFL_CHANNEL_MAX_INFLIGHT;
+		struct call *k = &c->calls[at];
+		enum channel_look what = CHANNEL_LOOK_NOW;
+
+		if (!k->n || !k->due)
+			continue;
+		if (k->failed) {
+			struct channel_file_state cur;
+			char fname[48];
+			struct stat st;
+			int have;
+
+			if (now < 0)
+				now = now_ms();
+			if (now < c->retry_at)
+				continue;	/* not even a stat until then */
+			mafp_call_file_name(fname, sizeof(fname), k->n, MAFP_SUFFIX_RESPONSE);
+			have = fstatat(c->calls_dir, fname, &st, AT_SYMLINK_NOFOLLOW) == 0;
+			if (have)
+				channel_file_state_of(&cur, &st);
+			what = channel_look_decide(&k->seen, have ? &cur : NULL, now, c->retry_at);
+			if (what == CHANNEL_LOOK_NOW)
+				c->next_due = (at + 1) % MAFL_CHANNEL_MAX_INFLIGHT;
+		}
+		k->due = 0;
+		if (what == CHANNEL_LOOK_NOW)
+			spent += look(c, k);
+	}
+}
+
+/* One read of the queued events a wake, however many more are queued: a program can queue
+ * them as fast as it closes files, and the timer and signals must get their turn. */
 static void handle_inotify(struct channel *c)
 {
 	char buf[8192] __attribute__((aligned(__alignof__(struct inotify_event))));
-	ssize_t n;
+	ssize_t n = read(c->ino_fd, buf, sizeof(buf));
+	char *p;
 	size_t j;
 
-	while ((n = read(c->ino_fd, buf, sizeof(buf))) > 0) {
-		char *p = buf;
-		/* Room left for another event: the queue was empty (one read a wake, not two). */
-		int drained = sizeof(buf) - (size_t)n >= sizeof(struct inotify_event) + NAME_MAX + 1;
+	for (p = buf; n > 0 && p < buf + n;) {
+		struct inotify_event *ev = (struct inotify_event *)p;
+		long id;
+		size_t nl = ev->len ? strlen(ev->name) : 0;
+		size_t sl = strlen(MAFP_SUFFIX_RESPONSE);
 
-		while (p < buf + n) {
-			struct inotify_event *ev = (struct inotify_event *)p;
-			long id;
-			size_t nl = ev->len ? strlen(ev->name) : 0;
-			size_t sl = strlen(MAFP_SUFFIX_RESPONSE);
-
-			p += sizeof(*ev) + ev->len;
-			if (ev->mask & IN_Q_OVERFLOW) {
-				for (j = 0; j < MAFL_CHANNEL_MAX_INFLIGHT; j++)
-					if (c->calls[j].n)
-						try_complete(c, &c->calls[j]);
-				continue;
-			}
-			if (nl <= sl || strcmp(ev->name + nl - sl, MAFP_SUFFIX_RESPONSE) != 0 ||
-			    mafp_marker_parse(ev->name, nl - sl, 1, MAFP_CALL_ID_MAX, &id) < 0)
-				continue;
+		p += sizeof(*ev) + ev->len;
+		if (ev->mask & IN_Q_OVERFLOW) {
 			for (j = 0; j < MAFL_CHANNEL_MAX_INFLIGHT; j++)
-				if (c->calls[j].n == id)
-					try_complete(c, &c->calls[j]);
+				c->calls[j].due = c->calls[j].n != 0;
+			continue;
 		}
-		if (drained)
-			break;
+		if (nl <= sl || strcmp(ev->name + nl - sl, MAFP_SUFFIX_RESPONSE) != 0 ||
+		    mafp_marker_parse(ev->name, nl - sl, 1, MAFP_CALL_ID_MAX, &id) < 0)
+			continue;
+		for (j = 0; j < MAFL_CHANNEL_MAX_INFLIGHT; j++)
+			if (c->calls[j].n == id)
+				c->calls[j].due = 1;
 	}
 }
 
@@ -557,15 +667,55 @@ static void conn_stop_reading(struct conn *k)
 	k->eof = 1;
 }
 
+/* Handles the calls a connection sent, CONN_CALLS_PER_WAKE at most, and takes in at most
+ * one more buffer of them (one recv a wake). */
 static void conn_read(struct channel *c, int i)
 {
 	struct conn *k = &c->conns[i];
+	int calls = 0, received = 0;
 
 	for (;;) {
-		char *nl;
+		char *nl = NULL;
 		ssize_t n;
-		size_t room;
 
+		/* Only the bytes not scanned yet can hold the first newline: a long line costs
+		 * one scan. */
+		if (k->in_scan < k->in_len)
+			nl = memchr(k->in + k->in_scan, '\n', k->in_len - k->in_scan);
+		if (nl) {
+			if (calls++ == CONN_CALLS_PER_WAKE) {
+				k->more = 1;
+				return;
+			}
+			handle_call(c, i, k->in + k->in_off, (size_t)(nl - (k->in + k->in_off)));
+			if (k->fd < 0)
+				return;
+			k->in_off = k->in_scan = (size_t)(nl - k->in) + 1;
+			continue;
+		}
+		k->in_scan = k->in_len;
+		k->more = 0;
+		if (k->in_off > 0) {
+			memmove(k->in, k->in + k->in_off, k->in_len - k->in_off);
+			k->in_len -= k->in_off;
+			k->in_scan = k->in_len;
+			k->in_off = 0;
+		}
+		if (k->in_len == MAFL_CHANNEL_LINE_MAX) {
+			char why[96];
+
+			snprintf(why, sizeof(why), "the call line is longer than %u bytes",
+				 MAFL_CHANNEL_LINE_MAX);
+			refuse(c, i, NULL, why);
+			if (k->fd < 0)
+				return;
+			k->in_len = k->in_scan = 0;
+			conn_stop_reading(k);	/* no way to find the next line */
+			return;
+		}
+		/* One recv a wake: poll says when more is there. */
+		if (received || k->eof)
+			return;
 		if (k->in_len == k->in_cap) {
 			/* Kept for the connection's life: a call costs no allocation of its own. */
 			size_t cap = k->in_cap ? k->in_cap * 2 : 4096;
@@ -581,47 +731,20 @@ static void conn_read(struct channel *c, int i)
 			k->in = nb;
 			k->in_cap = cap;
 		}
-		room = k->in_cap - k->in_len;
-		n = recv(k->fd, k->in + k->in_len, room, MSG_DONTWAIT);
+		n = recv(k->fd, k->in + k->in_len, k->in_cap - k->in_len, MSG_DONTWAIT);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			if (errno != EAGAIN)
 				k->eof = 1;
-			break;
+			return;
 		}
 		if (n == 0) {
 			k->eof = 1;
-			break;
+			return;
 		}
-		/* Only the new bytes can hold the first newline: a long line costs one scan. */
-		nl = memchr(k->in + k->in_len, '\n', (size_t)n);
 		k->in_len += (size_t)n;
-		for (; nl && k->fd >= 0; nl = memchr(k->in, '\n', k->in_len)) {
-			size_t len = (size_t)(nl - k->in);
-
-			handle_call(c, i, k->in, len);
-			if (k->fd < 0)
-				return;
-			memmove(k->in, nl + 1, k->in_len - len - 1);
-			k->in_len -= len + 1;
-		}
-		if (k->in_len == MAFL_CHANNEL_LINE_MAX) {
-			char why[96];
-
-			snprintf(why, sizeof(why), "the call line is longer than %u bytes",
-				 MAFL_CHANNEL_LINE_MAX);
-			refuse(c, i, NULL, why);
-			if (k->fd < 0)
-				return;
-			k->in_len = 0;
-			conn_stop_reading(k);	/* no way to find the next line */
-			break;
-		}
-		/* Less than there was room for: the socket is empty for now, and poll will say
-		 * when it is not (one recv a call, not two). */
-		if ((size_t)n < room)
-			break;
+		received = 1;
 	}
 }
 
@@ -659,10 +782,12 @@ fail:
 	return -err;
 }
 
-int channel_pollfds(struct channel *c, struct pollfd *pf)
+int channel_pollfds(struct channel *c, struct pollfd *pf, int *timeout_ms)
 {
+	long long now = -1;
 	int n = 0, i;
 
+	*timeout_ms = -1;
 	pf[n++] = (struct pollfd){.fd = c->listen_fd, .events = POLLIN};
 	pf[n++] = (struct pollfd){.fd = c->ino_fd, .events = POLLIN};
 	for (i = 0; i < MAFL_CHANNEL_MAX_CONNS; i++) {
@@ -673,8 +798,26 @@ int channel_pollfds(struct channel *c, struct pollfd *pf)
 			ev = k->eof ? 0 : POLLIN;
 			if (k->out_len > k->out_off)
 				ev |= POLLOUT;
+			if (k->more)
+				*timeout_ms = 0;
 		}
 		pf[n++] = (struct pollfd){.fd = k->fd >= 0 ? k->fd : -1, .events = ev};
+	}
+	for (i = 0; i < MAFL_CHANNEL_MAX_INFLIGHT && *timeout_ms != 0; i++) {
+		const struct call *k = &c->calls[i];
+		long long wait;
+
+		if (!k->n || !k->due)
+			continue;
+		if (!k->failed) {
+			*timeout_ms = 0;
+			break;
+		}
+		if (now < 0)
+			now = now_ms();
+		wait = c->retry_at > now ? c->retry_at - now : 0;
+		if (*timeout_ms < 0 || wait < *timeout_ms)
+			*timeout_ms = (int)wait;
 	}
 	return n;
 }
@@ -690,14 +833,15 @@ void channel_handle(struct channel *c, const struct pollfd *pf, int n)
 	for (i = 0; i < MAFL_CHANNEL_MAX_CONNS; i++) {
 		const struct pollfd *p = &pf[2 + i];
 
-		if (p->fd < 0 || c->conns[i].fd != p->fd || !p->revents)
+		if (p->fd < 0 || c->conns[i].fd != p->fd || !(p->revents || c->conns[i].more))
 			continue;
 		if (p->revents & POLLOUT)
 			conn_flush(c, i);
-		if (c->conns[i].fd >= 0 && (p->revents & (POLLIN | POLLHUP | POLLERR)))
+		if (c->conns[i].fd >= 0 &&
+		    ((p->revents & (POLLIN | POLLHUP | POLLERR)) || c->conns[i].more))
 			conn_read(c, i);
 		/* A connection whose peer left is closed once it is owed nothing more. */
-		if (c->conns[i].fd >= 0 && c->conns[i].eof &&
+		if (c->conns[i].fd >= 0 && c->conns[i].eof && !c->conns[i].more &&
 		    c->conns[i].out_len == c->conns[i].out_off) {
 			size_t j, owed = 0;
 
@@ -709,6 +853,7 @@ void channel_handle(struct channel *c, const struct pollfd *pf, int n)
 	}
 	if (pf[0].revents)
 		accept_conn(c);
+	serve_due(c);
 }
 
 long long channel_calls(const struct channel *c)

@@ -6,6 +6,8 @@
 
 #include <poll.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
 
 #include "cJSON.h"
 
@@ -17,6 +19,8 @@
 #define MAFL_CHANNEL_RESPONSE_MAX (9u << 20)    /* a response file */
 #define MAFL_CHANNEL_OUTBUF_MAX (32u << 20)     /* answers a connection has not read */
 #define MAFL_CHANNEL_ID_MAX 128                 /* bytes of a caller's string id */
+#define MAFL_CHANNEL_RETRY_MS 50                /* at least, between reads of responses
+                                                   that failed */
 /* poll entries the channel may need: the listener, inotify, the connections */
 #define MAFL_CHANNEL_POLLFDS (2 + MAFL_CHANNEL_MAX_CONNS)
 
@@ -32,10 +36,13 @@ struct channel_opts {
  * Returns 0, or a negative errno. */
 int channel_open(struct channel **out, int host_tools_fd, const struct channel_opts *opts,
 		 int *program_fd);
-/* Fills pf (room for MAFL_CHANNEL_POLLFDS) with what the channel waits on; returns the
- * count. */
-int channel_pollfds(struct channel *c, struct pollfd *pf);
-/* Handles the events poll() returned for the entries channel_pollfds filled. */
+/* Fills pf (room for MAFL_CHANNEL_POLLFDS) with what the channel waits on and returns the
+ * count; *timeout_ms is how long poll() may wait before channel_handle must run even
+ * without an event (-1: no limit, 0: work is waiting). */
+int channel_pollfds(struct channel *c, struct pollfd *pf, int *timeout_ms);
+/* Handles the events poll() returned for the entries channel_pollfds filled, and the work
+ * left waiting; call it after every poll(), events or not. Its work per call is bounded,
+ * whatever the program does: what is left waits for the next call. */
 void channel_handle(struct channel *c, const struct pollfd *pf, int n);
 /* Answers (values and refusals) relayed to their caller's connection so far. */
 long long channel_calls(const struct channel *c);
@@ -50,6 +57,29 @@ void channel_free(struct channel *c);
  * channel socket chan_fd (a socketpair end sent with SCM_RIGHTS). Returns the connection's
  * descriptor, or -1 with errno set. */
 int channel_connect(int chan_fd);
+
+/* A response file as a look at it found it: a response that could not be taken is not
+ * read again while its file still matches. */
+struct channel_file_state {
+	uint64_t dev, ino;
+	int64_t size;
+	int64_t mtime_sec, mtime_nsec, ctime_sec, ctime_nsec;
+};
+/* Fills fs from st. */
+void channel_file_state_of(struct channel_file_state *fs, const struct stat *st);
+
+enum channel_look {
+	CHANNEL_LOOK_NOW,       /* read the response */
+	CHANNEL_LOOK_SKIP,      /* unchanged since it failed: wait for the next event */
+	CHANNEL_LOOK_LATER,     /* it failed before: nothing until retry_at_ms */
+};
+/* What to do about a call's response that an event named. failed: the file as the last
+ * look that could not take it found it, NULL if none failed; cur: the file now, NULL if it
+ * cannot be stat'ed (a look then costs an open that fails); retry_at_ms: no response that
+ * failed before is read again before it. Pure. */
+enum channel_look channel_look_decide(const struct channel_file_state *failed,
+				      const struct channel_file_state *cur, long long now_ms,
+				      long long retry_at_ms);
 
 /* Checks one call line (without its newline) and splits it. On success returns 0 with
  * *id (a string or number, owned by *root), *name and *arguments (borrowed from *root; an

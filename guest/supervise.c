@@ -670,9 +670,11 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 			{.fd = tfd, .events = POLLIN},
 			{.fd = out_open ? s.out_r : -1, .events = POLLIN},
 		};
-		int nch = channel_pollfds(ch, pf + 3);
+		int wait, nch = channel_pollfds(ch, pf + 3, &wait);
 
-		if (poll(pf, (nfds_t)(3 + nch), -1) < 0) {
+		/* Each turn does bounded work (the output relay, the channel), so the signals and
+		 * the timer are seen at the next turn whatever the program floods us with. */
+		if (poll(pf, (nfds_t)(3 + nch), wait) < 0) {
 			if (errno == EINTR)
 				continue;
 			break;

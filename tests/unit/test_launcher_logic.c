@@ -1,5 +1,6 @@
 /* Unit tests for the launcher's pure logic: the Python environment (guest/run.c), the
- * /proc/PID/stat parser (guest/tree.c) and the small parsers of guest/util.c. */
+ * /proc/PID/stat parser (guest/tree.c), when the channel reads a response again
+ * (guest/channel.c) and the small parsers of guest/util.c. */
 #include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -8,10 +9,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
+#include "channel.h"
 #include "run.h"
 #include "tree.h"
 #include "util.h"
@@ -358,6 +361,57 @@ static void test_stat_ppid_real(void **state)
 }
 
 /* ----------------------------------------------------------------------------------------- */
+/* channel_look_decide */
+
+static void test_look_decide(void **state)
+{
+	struct channel_file_state seen = {.dev = 1, .ino = 2, .size = 3, .mtime_sec = 4,
+					  .mtime_nsec = 5, .ctime_sec = 6, .ctime_nsec = 7};
+	struct channel_file_state cur = seen;
+	struct stat st;
+
+	(void)state;
+	/* No look failed yet: read at once, whatever the time. */
+	assert_int_equal(channel_look_decide(NULL, &cur, 0, 1000), CHANNEL_LOOK_NOW);
+	assert_int_equal(channel_look_decide(NULL, NULL, 0, 1000), CHANNEL_LOOK_NOW);
+	/* Failed before: nothing until retry_at, changed or not. */
+	assert_int_equal(channel_look_decide(&seen, &cur, 999, 1000), CHANNEL_LOOK_LATER);
+	cur.size++;
+	assert_int_equal(channel_look_decide(&seen, &cur, 999, 1000), CHANNEL_LOOK_LATER);
+	/* Then: the same file is skipped, any difference is read. */
+	cur = seen;
+	assert_int_equal(channel_look_decide(&seen, &cur, 1000, 1000), CHANNEL_LOOK_SKIP);
+	assert_int_equal(channel_look_decide(&seen, &cur, 5000, 1000), CHANNEL_LOOK_SKIP);
+#define CHANGED(field) do { \
+		cur = seen; \
+		cur.field++; \
+		assert_int_equal(channel_look_decide(&seen, &cur, 1000, 1000), CHANNEL_LOOK_NOW); \
+	} while (0)
+	CHANGED(dev);
+	CHANGED(ino);
+	CHANGED(size);
+	CHANGED(mtime_sec);
+	CHANGED(mtime_nsec);
+	CHANGED(ctime_sec);
+	CHANGED(ctime_nsec);
+#undef CHANGED
+	/* Gone (or not stat-able): a look, which costs an open that fails. */
+	assert_int_equal(channel_look_decide(&seen, NULL, 1000, 1000), CHANNEL_LOOK_NOW);
+	/* From a stat, every field. */
+	memset(&st, 0, sizeof(st));
+	st.st_dev = 11;
+	st.st_ino = 12;
+	st.st_size = 13;
+	st.st_mtim.tv_sec = 14;
+	st.st_mtim.tv_nsec = 15;
+	st.st_ctim.tv_sec = 16;
+	st.st_ctim.tv_nsec = 17;
+	channel_file_state_of(&cur, &st);
+	assert_true(cur.dev == 11 && cur.ino == 12 && cur.size == 13 && cur.mtime_sec == 14 &&
+		    cur.mtime_nsec == 15 && cur.ctime_sec == 16 && cur.ctime_nsec == 17);
+}
+
+/* ----------------------------------------------------------------------------------------- */
 /* parse_seconds_ms */
 
 static void seconds_ok(const char *s, long long max, long long want)
@@ -581,6 +635,7 @@ int main(void)
 		cmocka_unit_test(test_stat_ppid_hostile_names),
 		cmocka_unit_test(test_stat_ppid_malformed),
 		cmocka_unit_test(test_stat_ppid_real),
+		cmocka_unit_test(test_look_decide),
 		cmocka_unit_test(test_parse_seconds_ms),
 		cmocka_unit_test(test_parse_u64),
 		cmocka_unit_test(test_parse_u64_small_max),
