@@ -9,10 +9,16 @@
 #include <sys/inotify.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "protocol.h"
+#include "tree.h"
 #include "util.h"
+
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77		/* Linux 6.5 */
+#endif
 
 /* Calls taken from one connection per wake: the rest of what it sent waits, in its buffer or
  * in the socket, for the next turn of the supervisor's loop (channel_pollfds asks for one at
@@ -56,6 +62,9 @@ struct channel {
 	int host_tools;         /* R/host_tools, borrowed */
 	int calls_dir;          /* R/host_tools/host_tool_calls, once a call needed it */
 	int listen_fd;          /* our end of the socketpair the program inherits */
+	int sock_fd;            /* listening at R/host_tools/channel.sock */
+	uint64_t sock_dev, sock_ino;  /* that socket's file, removed at the end if still ours */
+	int proc_fd;            /* /proc, for the peer check; -1: none, the socket serves none */
 	int ino_fd;
 	struct conn conns[MAFL_CHANNEL_MAX_CONNS];
 	struct call calls[MAFL_CHANNEL_MAX_INFLIGHT];
@@ -605,6 +614,79 @@ static void handle_inotify(struct channel *c)
 	}
 }
 
+/* Takes fd as a connection, or closes it when MAFL_CHANNEL_MAX_CONNS are open (the caller
+ * reads EOF). */
+static void conn_add(struct channel *c, int fd)
+{
+	size_t i;
+
+	for (i = 0; i < MAFL_CHANNEL_MAX_CONNS; i++) {
+		if (c->conns[i].fd < 0) {
+			fcntl(fd, F_SETFL, O_NONBLOCK);
+			c->conns[i].fd = fd;
+			return;
+		}
+	}
+	close(fd);
+}
+
+static int conns_full(const struct channel *c)
+{
+	size_t i;
+
+	for (i = 0; i < MAFL_CHANNEL_MAX_CONNS; i++)
+		if (c->conns[i].fd < 0)
+			return 0;
+	return 1;
+}
+
+/* Whether the peer of the connection fd is a process of the run: a descendant of the
+ * supervisor, which is the run's child subreaper, so that a process whose parent has
+ * exited (a daemon that double-forked) is still found under it. The pid is the peer's at
+ * connect(); a pidfd of the peer, still running once the walk is done, proves no other
+ * process has taken the pid meanwhile. */
+static int peer_in_run(const struct channel *c, int fd)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	int pidfd = -1, in;
+
+	if (c->proc_fd < 0 || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0)
+		return 0;
+	len = sizeof(pidfd);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) < 0) {
+		if (errno != ENOPROTOOPT)
+			return 0;	/* the peer is gone already */
+		pidfd = -1;		/* a kernel before 6.5: the pid alone */
+	}
+	in = mafl_tree_descends(c->proc_fd, cr.pid, getpid());
+	if (pidfd >= 0) {
+		struct pollfd pf = {.fd = pidfd, .events = POLLIN};
+
+		/* A pidfd polls readable once its process has exited. */
+		if (poll(&pf, 1, 0) != 0)
+			in = 0;
+		close(pidfd);
+	}
+	return in;
+}
+
+/* A connection to R/host_tools/channel.sock. Any process that can reach the path can
+ * connect (root always can, and so may other runs' programs), so the peer must be one of
+ * the run's, or the connection is closed at once. */
+static void accept_stream(struct channel *c)
+{
+	int fd = accept4(c->sock_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	if (conns_full(c) || !peer_in_run(c, fd)) {
+		close(fd);
+		return;
+	}
+	conn_add(c, fd);
+}
+
 static void accept_conn(struct channel *c)
 {
 	char data[16];
@@ -614,7 +696,6 @@ static void accept_conn(struct channel *c)
 			    .msg_controllen = sizeof(ctl)};
 	struct cmsghdr *cm;
 	int fd = -1;
-	size_t i;
 
 	if (recvmsg(c->listen_fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) < 0)
 		return;
@@ -643,14 +724,11 @@ static void accept_conn(struct channel *c)
 			return;
 		}
 	}
-	for (i = 0; i < MAFL_CHANNEL_MAX_CONNS; i++) {
-		if (c->conns[i].fd < 0) {
-			fcntl(fd, F_SETFL, O_NONBLOCK);
-			c->conns[i].fd = fd;
-			return;
-		}
-	}
-	close(fd);	/* too many connections: the caller sees EOF */
+	/* No peer check here, unlike accept_stream: only the run's processes hold the end
+	 * this came through (the program's process inherited it, and its descendants from it).
+	 * An outside process holding it was given it by the run, which could as well have
+	 * made the calls for it. */
+	conn_add(c, fd);
 }
 
 /* Stops reading a connection for good. Closing a socket with bytes still queued to it makes
@@ -748,6 +826,55 @@ static void conn_read(struct channel *c, int i)
 	}
 }
 
+/* Listens at R/host_tools/channel.sock with mode 0660. Returns the descriptor, or -1 with
+ * errno set. */
+static int listen_at(struct channel *c)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct stat st;
+	mode_t mask;
+	int fd, cwd, err = 0;
+
+	/* A name left by an earlier run: its socket, or whatever its program put there
+	 * (unlinkat removes a symlink, never what it points to; an empty directory goes
+	 * too). Anything else makes bind fail. */
+	if (unlinkat(c->host_tools, MAFP_FILE_CHANNEL_SOCKET, 0) < 0 && errno == EISDIR)
+		unlinkat(c->host_tools, MAFP_FILE_CHANNEL_SOCKET, AT_REMOVEDIR);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (cwd < 0) {
+		err = errno;
+		close(fd);
+		errno = err;
+		return -1;
+	}
+	/* bind() takes a path, and R may be longer than a socket address holds: the name is
+	 * bound relative to R/host_tools, made the working directory for the call. The mode
+	 * comes from the umask, this process's own (the launcher does not share it). */
+	memcpy(sa.sun_path, MAFP_FILE_CHANNEL_SOCKET, sizeof(MAFP_FILE_CHANNEL_SOCKET));
+	mask = umask(0117);
+	if (fchdir(c->host_tools) < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		err = errno;
+	umask(mask);
+	if (fchdir(cwd) < 0 && !err)
+		err = errno;
+	close(cwd);
+	if (!err && listen(fd, MAFL_CHANNEL_MAX_CONNS) < 0)
+		err = errno;
+	if (!err && fstatat(c->host_tools, MAFP_FILE_CHANNEL_SOCKET, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		c->sock_dev = (uint64_t)st.st_dev;
+		c->sock_ino = (uint64_t)st.st_ino;
+	}
+	if (err) {
+		close(fd);
+		errno = err;
+		return -1;
+	}
+	return fd;
+}
+
 int channel_open(struct channel **out, int host_tools_fd, const struct channel_opts *opts,
 		 int *program_fd)
 {
@@ -756,7 +883,7 @@ int channel_open(struct channel **out, int host_tools_fd, const struct channel_o
 
 	if (!c)
 		return -ENOMEM;
-	c->calls_dir = c->listen_fd = c->ino_fd = -1;
+	c->calls_dir = c->listen_fd = c->sock_fd = c->proc_fd = c->ino_fd = -1;
 	for (i = 0; i < MAFL_CHANNEL_MAX_CONNS; i++)
 		c->conns[i].fd = -1;
 	c->opts = *opts;
@@ -771,6 +898,13 @@ int channel_open(struct channel **out, int host_tools_fd, const struct channel_o
 		goto fail;
 	c->listen_fd = sv[0];
 	fcntl(sv[0], F_SETFL, O_NONBLOCK);
+	/* The second way in only: without it (R/host_tools read-only, a directory an earlier
+	 * run's program left at the name) the inherited socket still serves, and a caller that
+	 * needs the path learns why when its connect fails. */
+	c->sock_fd = listen_at(c);
+	/* Without /proc no peer can be checked: the socket then serves none. */
+	if (c->sock_fd >= 0)
+		c->proc_fd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	*program_fd = sv[1];
 	*out = c;
 	return 0;
@@ -790,6 +924,7 @@ int channel_pollfds(struct channel *c, struct pollfd *pf, int *timeout_ms)
 	*timeout_ms = -1;
 	pf[n++] = (struct pollfd){.fd = c->listen_fd, .events = POLLIN};
 	pf[n++] = (struct pollfd){.fd = c->ino_fd, .events = POLLIN};
+	pf[n++] = (struct pollfd){.fd = c->sock_fd, .events = POLLIN};
 	for (i = 0; i < MAFL_CHANNEL_MAX_CONNS; i++) {
 		struct conn *k = &c->conns[i];
 		short ev = 0;
@@ -831,7 +966,7 @@ void channel_handle(struct channel *c, const struct pollfd *pf, int n)
 	if (pf[1].revents)
 		handle_inotify(c);
 	for (i = 0; i < MAFL_CHANNEL_MAX_CONNS; i++) {
-		const struct pollfd *p = &pf[2 + i];
+		const struct pollfd *p = &pf[3 + i];
 
 		if (p->fd < 0 || c->conns[i].fd != p->fd || !(p->revents || c->conns[i].more))
 			continue;
@@ -853,6 +988,8 @@ void channel_handle(struct channel *c, const struct pollfd *pf, int n)
 	}
 	if (pf[0].revents)
 		accept_conn(c);
+	if (pf[2].revents)
+		accept_stream(c);
 	serve_due(c);
 }
 
@@ -896,6 +1033,17 @@ void channel_free(struct channel *c)
 		close(c->calls_dir);
 	if (c->listen_fd >= 0)
 		close(c->listen_fd);
+	if (c->sock_fd >= 0) {
+		struct stat st;
+
+		/* The program may have put something else there meanwhile: that stays. */
+		if (fstatat(c->host_tools, MAFP_FILE_CHANNEL_SOCKET, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    (uint64_t)st.st_dev == c->sock_dev && (uint64_t)st.st_ino == c->sock_ino)
+			unlinkat(c->host_tools, MAFP_FILE_CHANNEL_SOCKET, 0);
+		close(c->sock_fd);
+	}
+	if (c->proc_fd >= 0)
+		close(c->proc_fd);
 	if (c->ino_fd >= 0)
 		close(c->ino_fd);
 	mafl_arena_free(c);
@@ -930,4 +1078,52 @@ int channel_connect(int chan_fd)
 	}
 	close(sv[1]);
 	return sv[0];
+}
+
+int channel_connect_path(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	const char *slash = strrchr(path, '/');
+	int fd, dir = -1, err, n;
+
+	if (strlen(path) < sizeof(sa.sun_path)) {
+		memcpy(sa.sun_path, path, strlen(path) + 1);
+	} else {
+		/* Too long for a socket address: through the directory, open as DIR, for
+		 * /proc/self/fd/DIR/NAME names the same file. */
+		char *d = slash ? strndup(path, (size_t)(slash - path) + 1) : NULL;
+
+		if (!d) {
+			errno = slash ? ENOMEM : ENAMETOOLONG;
+			return -1;
+		}
+		dir = open(d, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		err = errno;
+		free(d);
+		if (dir < 0) {
+			errno = err;
+			return -1;
+		}
+		n = snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d%s", dir, slash);
+		if (n < 0 || (size_t)n >= sizeof(sa.sun_path)) {
+			close(dir);
+			errno = ENAMETOOLONG;
+			return -1;
+		}
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	while (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		if (errno == EINTR)
+			continue;
+		err = errno;
+		close(fd);
+		errno = err;
+		fd = -1;
+	}
+	if (dir >= 0) {
+		err = errno;
+		close(dir);
+		errno = err;
+	}
+	return fd;
 }

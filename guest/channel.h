@@ -1,6 +1,7 @@
 /* The call channel (ours): the program reaches the supervisor through a socket it inherits
- * (MAF_HOST_TOOLS_FD); the supervisor turns each call into a claim and a request file in the
- * legacy format, waits for the response with inotify, and relays it. */
+ * (MAF_HOST_TOOLS_FD), or through R/host_tools/channel.sock (MAF_HOST_TOOLS_SOCKET) when it
+ * holds no such descriptor; the supervisor turns each call into a claim and a request file in
+ * the legacy format, waits for the response with inotify, and relays it. */
 #ifndef MAFL_CHANNEL_H
 #define MAFL_CHANNEL_H
 
@@ -13,6 +14,7 @@
 
 #define MAFL_CHANNEL_FD_ENV "MAF_HOST_TOOLS_FD"
 #define MAFL_CHANNEL_TOOLS_ENV "MAF_HOST_TOOLS"
+#define MAFL_CHANNEL_SOCKET_ENV "MAF_HOST_TOOLS_SOCKET"
 #define MAFL_CHANNEL_MAX_CONNS 64
 #define MAFL_CHANNEL_MAX_INFLIGHT 64
 #define MAFL_CHANNEL_LINE_MAX (1u << 20)        /* one call line, newline included */
@@ -21,8 +23,9 @@
 #define MAFL_CHANNEL_ID_MAX 128                 /* bytes of a caller's string id */
 #define MAFL_CHANNEL_RETRY_MS 50                /* at least, between reads of responses
                                                    that failed */
-/* poll entries the channel may need: the listener, inotify, the connections */
-#define MAFL_CHANNEL_POLLFDS (2 + MAFL_CHANNEL_MAX_CONNS)
+/* poll entries the channel may need: the inherited socket's end, inotify, the listening
+ * socket, the connections */
+#define MAFL_CHANNEL_POLLFDS (3 + MAFL_CHANNEL_MAX_CONNS)
 
 struct channel;
 
@@ -31,9 +34,13 @@ struct channel_opts {
 	unsigned long long max_calls; /* 0: no launcher budget */
 };
 
-/* Creates the channel of a run whose R/host_tools is open as host_tools_fd. *program_fd is
- * the end the program inherits (not close-on-exec); the caller closes it after the fork.
- * Returns 0, or a negative errno. */
+/* Creates the channel of a run whose R/host_tools is open as host_tools_fd (borrowed; open
+ * until channel_free): the socket pair whose *program_fd end the program inherits (not
+ * close-on-exec; the caller closes it after the fork), and the socket listening at
+ * R/host_tools/channel.sock (mode 0660; a name left there by an earlier run is removed
+ * first, never followed), which serves only the supervisor's descendants (through /proc).
+ * A socket that cannot be made is no failure: the channel goes on without it. Returns 0,
+ * or a negative errno. */
 int channel_open(struct channel **out, int host_tools_fd, const struct channel_opts *opts,
 		 int *program_fd);
 /* Fills pf (room for MAFL_CHANNEL_POLLFDS) with what the channel waits on and returns the
@@ -50,13 +57,18 @@ long long channel_calls(const struct channel *c);
  * the answer had not come when the program ended), ascending, at most max into ids. Returns
  * the count. */
 int channel_undelivered(const struct channel *c, long *ids, int max);
-/* Closes every descriptor; outstanding calls are dropped. NULL is a no-op. */
+/* Closes every descriptor and removes channel.sock if it is still the one channel_open
+ * made; outstanding calls are dropped. NULL is a no-op. */
 void channel_free(struct channel *c);
 
 /* Client side, for `maf-launch call` and tests: opens a private connection through the
  * channel socket chan_fd (a socketpair end sent with SCM_RIGHTS). Returns the connection's
  * descriptor, or -1 with errno set. */
 int channel_connect(int chan_fd);
+/* Client side: opens a connection to the listening socket at path (MAF_HOST_TOOLS_SOCKET),
+ * one longer than a socket address holds included (through its directory). Returns the
+ * connection's descriptor, or -1 with errno set. */
+int channel_connect_path(const char *path);
 
 /* A response file as a look at it found it: a response that could not be taken is not
  * read again while its file still matches. */

@@ -249,6 +249,28 @@ static void test_build_env_run_dir_prefix(void **state)
 	env_free(env);
 }
 
+static void test_build_env_drops_an_enclosing_runs_channel(void **state)
+{
+	char *in[] = {
+		"MAF_HOST_TOOLS_FD=14",
+		"MAF_HOST_TOOLS_SOCKET=/outer/host_tools/channel.sock",
+		"MAF_HOST_TOOLS=add",
+		"MAF_HOST_TOOLS_SOCKETX=keep",
+		NULL,
+	};
+	char **env;
+
+	(void)state;
+	env = run_build_env(in, R);
+	assert_non_null(env);
+	assert_int_equal(env_prefix_count(env, "MAF_HOST_TOOLS_FD="), 0);
+	assert_int_equal(env_prefix_count(env, "MAF_HOST_TOOLS_SOCKET="), 0);
+	assert_int_equal(env_prefix_count(env, "MAF_HOST_TOOLS="), 0);
+	env_index(env, "MAF_HOST_TOOLS_SOCKETX=keep");
+	assert_int_equal(env_count(env), 3 + 1);
+	env_free(env);
+}
+
 /* ----------------------------------------------------------------------------------------- */
 /* mafl_parse_stat_ppid */
 
@@ -770,6 +792,7 @@ int main(void)
 		cmocka_unit_test(test_build_env_without_pythonpath),
 		cmocka_unit_test(test_build_env_overrides_python_settings),
 		cmocka_unit_test(test_build_env_run_dir_prefix),
+		cmocka_unit_test(test_build_env_drops_an_enclosing_runs_channel),
 		cmocka_unit_test(test_stat_ppid_plain),
 		cmocka_unit_test(test_stat_ppid_hostile_names),
 		cmocka_unit_test(test_stat_ppid_malformed),
