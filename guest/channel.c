@@ -20,9 +20,9 @@
 #define SO_PEERPIDFD 77		/* Linux 6.5 */
 #endif
 
-/* Calls taken from one connection per wake: the rest of what it sent waits, in its buffer or
- * in the socket, for the next turn of the supervisor's loop (channel_pollfds asks for one at
- * once), so a connection that streams calls holds up neither the timer nor the others. */
+/* Calls taken from one connection per wake: the rest of what it sent waits, in its buffer
+ * or in the socket, for the next turn of the supervisor's loop (channel_pollfds asks for one
+ * at once), so a connection that streams calls holds up neither the timer nor the others. */
 #define CONN_CALLS_PER_WAKE 16
 
 /* After a read of a response that failed, the next such read waits at least this many times
@@ -537,16 +537,17 @@ out:
 	return got > 0 ? (size_t)got : 0;
 }
 
-/* Looks at the responses events have named since, in turns starting after the last call a
- * read of a failed response was for. What a program can make the supervisor do again and
- * again is read a response that failed: it may write one that never parses and touch it
- * for ever. Such a response is looked at again only after retry_at, set by the last read
- * that failed (of any call) to RETRY_COST_FACTOR times as long as that read took, or
- * MAFL_CHANNEL_RETRY_MS if longer; and read only if its file has changed. So those reads
- * take at most about a tenth of the supervisor's time, whatever the program does. A
- * call's first look is never held back (there is one per call, at the host's pace), but
- * the reads of one wake stop once MAFL_CHANNEL_RESPONSE_MAX bytes are read: the rest waits
- * for the next (channel_pollfds asks for it at once). */
+/* Looks at the responses events have named since, in turns starting after the last call
+ * whose failed response was looked at again. What a program can make the supervisor do
+ * again and again is look at a response that failed: it may write one that never parses
+ * and touch it for ever. Such a response is looked at again (a stat) only after retry_at,
+ * and read only if its file has changed. A read that fails sets retry_at RETRY_COST_FACTOR
+ * times as long as it took ahead, or MAFL_CHANNEL_RETRY_MS if longer; a stat that finds the
+ * file unchanged, MAFL_CHANNEL_RETRY_MS ahead. So those reads take at most about a tenth of
+ * the supervisor's time, and those stats come one per MAFL_CHANNEL_RETRY_MS, whatever the
+ * program does. A call's first look is never held back (one per call, at the host's pace),
+ * but the reads of one wake stop once MAFL_CHANNEL_RESPONSE_MAX bytes are read: the rest
+ * waits for the next (channel_pollfds asks for it at once). */
 static void serve_due(struct channel *c)
 {
 	long long now = -1;
@@ -575,8 +576,9 @@ static void serve_due(struct channel *c)
 			if (have)
 				channel_file_state_of(&cur, &st);
 			what = channel_look_decide(&k->seen, have ? &cur : NULL, now, c->retry_at);
-			if (what == CHANNEL_LOOK_NOW)
-				c->next_due = (at + 1) % MAFL_CHANNEL_MAX_INFLIGHT;
+			c->next_due = (at + 1) % MAFL_CHANNEL_MAX_INFLIGHT;
+			if (what == CHANNEL_LOOK_SKIP)
+				c->retry_at = now + MAFL_CHANNEL_RETRY_MS;
 		}
 		k->due = 0;
 		if (what == CHANNEL_LOOK_NOW)
@@ -863,7 +865,8 @@ static int listen_at(struct channel *c)
 	close(cwd);
 	if (!err && listen(fd, MAFL_CHANNEL_MAX_CONNS) < 0)
 		err = errno;
-	if (!err && fstatat(c->host_tools, MAFP_FILE_CHANNEL_SOCKET, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+	if (!err &&
+	    fstatat(c->host_tools, MAFP_FILE_CHANNEL_SOCKET, &st, AT_SYMLINK_NOFOLLOW) == 0) {
 		c->sock_dev = (uint64_t)st.st_dev;
 		c->sock_ino = (uint64_t)st.st_ino;
 	}
@@ -1037,7 +1040,8 @@ void channel_free(struct channel *c)
 		struct stat st;
 
 		/* The program may have put something else there meanwhile: that stays. */
-		if (fstatat(c->host_tools, MAFP_FILE_CHANNEL_SOCKET, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		if (fstatat(c->host_tools, MAFP_FILE_CHANNEL_SOCKET, &st,
+			    AT_SYMLINK_NOFOLLOW) == 0 &&
 		    (uint64_t)st.st_dev == c->sock_dev && (uint64_t)st.st_ino == c->sock_ino)
 			unlinkat(c->host_tools, MAFP_FILE_CHANNEL_SOCKET, 0);
 		close(c->sock_fd);
