@@ -29,6 +29,11 @@
  * as long as that one took (and at least MAFL_CHANNEL_RETRY_MS): see serve_due. */
 #define RETRY_COST_FACTOR 10
 
+/* Reads of inotify events in a row that named no response awaiting its first look, after
+ * which each such read is followed by a pause without one: see handle_inotify. */
+#define INOTIFY_IDLE_READS 32
+#define INOTIFY_QUIET_MS 5
+
 struct conn {
 	int fd;                 /* -1: slot free */
 	char *in;
@@ -74,6 +79,8 @@ struct channel {
 	int nspares;
 	long long retry_at;     /* no response that failed is read again before (ms) */
 	int next_due;           /* where the next look for due calls starts: each gets a turn */
+	int idle_reads;         /* inotify reads in a row that named nothing new */
+	long long quiet_until;  /* no inotify read before (ms); 0: none pending */
 	unsigned long long accepted;
 	long long answered;     /* answers relayed to their caller's connection */
 	long lost[MAFP_UNDELIVERED_MAX];  /* calls whose answer found no caller */
@@ -349,7 +356,7 @@ static int reuse_response(struct channel *c, const char *fname, const char *req,
 	return -1;
 }
 
-static void handle_inotify(struct channel *c);
+static void handle_inotify(struct channel *c, int paced);
 
 static void handle_call(struct channel *c, int i, const char *line, size_t len)
 {
@@ -419,7 +426,7 @@ static void handle_call(struct channel *c, int i, const char *line, size_t len)
 	 * is an event still to come (and a response the program planted before the request is
 	 * not taken for it). The events our own .part and rename just queued are taken now,
 	 * in one read, rather than by a poll that would return at once for them. */
-	handle_inotify(c);
+	handle_inotify(c, 0);
 out:
 	cJSON_Delete(root);
 }
@@ -587,11 +594,19 @@ static void serve_due(struct channel *c)
 }
 
 /* One read of the queued events a wake, however many more are queued: a program can queue
- * them as fast as it closes files, and the timer and signals must get their turn. */
-static void handle_inotify(struct channel *c)
+ * them as fast as it closes files, and the timer and signals must get their turn. Such a
+ * program would still keep the supervisor reading (a read and a poll for every few events,
+ * at its pace) and doing nothing else. The host's traffic does not look like that: its
+ * writes name responses awaited. So once INOTIFY_IDLE_READS reads in a row (paced: not
+ * handle_call's reads of its own events) have named no call awaiting its first look, each
+ * such read is followed by INOTIFY_QUIET_MS without one, until a read names one. The queue
+ * then fills, and may overflow (IN_Q_OVERFLOW makes every call due): a response awaited
+ * meanwhile is found when the reads reach it, and only the flooding run's calls wait. */
+static void handle_inotify(struct channel *c, int paced)
 {
 	char buf[8192] __attribute__((aligned(__alignof__(struct inotify_event))));
 	ssize_t n = read(c->ino_fd, buf, sizeof(buf));
+	int awaited = 0;
 	char *p;
 	size_t j;
 
@@ -605,14 +620,26 @@ static void handle_inotify(struct channel *c)
 		if (ev->mask & IN_Q_OVERFLOW) {
 			for (j = 0; j < MAFL_CHANNEL_MAX_INFLIGHT; j++)
 				c->calls[j].due = c->calls[j].n != 0;
+			awaited = 1;
 			continue;
 		}
 		if (nl <= sl || strcmp(ev->name + nl - sl, MAFP_SUFFIX_RESPONSE) != 0 ||
 		    mafp_marker_parse(ev->name, nl - sl, 1, MAFP_CALL_ID_MAX, &id) < 0)
 			continue;
-		for (j = 0; j < MAFL_CHANNEL_MAX_INFLIGHT; j++)
-			if (c->calls[j].n == id)
+		for (j = 0; j < MAFL_CHANNEL_MAX_INFLIGHT; j++) {
+			if (c->calls[j].n == id) {
 				c->calls[j].due = 1;
+				awaited |= !c->calls[j].failed;
+			}
+		}
+	}
+	if (!paced)
+		return;
+	if (awaited) {
+		c->idle_reads = 0;
+	} else if (++c->idle_reads >= INOTIFY_IDLE_READS) {
+		c->idle_reads = INOTIFY_IDLE_READS;
+		c->quiet_until = now_ms() + INOTIFY_QUIET_MS;
 	}
 }
 
@@ -925,8 +952,15 @@ int channel_pollfds(struct channel *c, struct pollfd *pf, int *timeout_ms)
 	int n = 0, i;
 
 	*timeout_ms = -1;
+	if (c->quiet_until) {
+		now = now_ms();
+		if (now < c->quiet_until)
+			*timeout_ms = (int)(c->quiet_until - now);
+		else
+			c->quiet_until = 0;
+	}
 	pf[n++] = (struct pollfd){.fd = c->listen_fd, .events = POLLIN};
-	pf[n++] = (struct pollfd){.fd = c->ino_fd, .events = POLLIN};
+	pf[n++] = (struct pollfd){.fd = c->quiet_until ? -1 : c->ino_fd, .events = POLLIN};
 	pf[n++] = (struct pollfd){.fd = c->sock_fd, .events = POLLIN};
 	for (i = 0; i < MAFL_CHANNEL_MAX_CONNS; i++) {
 		struct conn *k = &c->conns[i];
@@ -967,7 +1001,7 @@ void channel_handle(struct channel *c, const struct pollfd *pf, int n)
 	if (n < MAFL_CHANNEL_POLLFDS)
 		return;
 	if (pf[1].revents)
-		handle_inotify(c);
+		handle_inotify(c, 1);
 	for (i = 0; i < MAFL_CHANNEL_MAX_CONNS; i++) {
 		const struct pollfd *p = &pf[3 + i];
 

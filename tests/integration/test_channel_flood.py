@@ -7,7 +7,8 @@ turn, as fast as it can: every close is an IN_CLOSE_WRITE on the calls directory
 "change" variant each close of the response follows a write of one byte, so the file is a
 new one to any check of its size and times. Whatever the flood, the supervisor must still
 end the run at its --timeout: the pass condition is the exit record with status "timeout".
-The supervisor's CPU time during the run is printed for information.
+The supervisor's CPU time during the run is printed for information. And calls made while
+another process floods the calls directory are still answered.
 """
 import json
 import os
@@ -87,3 +88,31 @@ def test_a_flood_of_events_does_not_starve_the_supervisor(run_dir, mode, capsys)
     # The call was published and never answered: the record says so.
     assert rec["undelivered"] == [1], rec
     assert not pid_alive(info["pid"])
+
+
+def test_calls_are_answered_during_a_flood(run_dir, capsys):
+    # The supervisor reads events at a slower pace while they name nothing it awaits (a
+    # flood); a call made meanwhile must still be answered, only later.
+    from test_channel import run_served, py
+
+    rec, out, r = run_served(run_dir, py(
+        'import time\n'
+        'calls = os.path.join(os.environ["PYTHONPATH"].split(":")[0], "host_tool_calls")\n'
+        'os.makedirs(calls, exist_ok=True)\n'
+        'if os.fork() == 0:\n'
+        '    names = [os.path.join(calls, n) for n in ("0999.response.json", "junk")]\n'
+        '    while True:\n'
+        '        for p in names:\n'
+        '            os.close(os.open(p, os.O_WRONLY | os.O_CREAT, 0o666))\n'
+        'time.sleep(0.5)\n'
+        'res = []\n'
+        'for i in range(5):\n'
+        '    t = time.monotonic()\n'
+        '    v = call("add", cid=i, a=i, b=100)\n'
+        '    res.append([v, round((time.monotonic() - t) * 1000)])\n'
+        'print(json.dumps(res))\n'), timeout=60)
+    res = json.loads(out)
+    assert [v for v, _ in res] == [{"id": i, "value": i + 100} for i in range(5)]
+    assert rec["status"] == "exited" and rec["calls"] == 5
+    with capsys.disabled():
+        print(f"\n[flood] call round trips during the flood: {[ms for _, ms in res]} ms")
