@@ -437,7 +437,7 @@ def test_the_socket_refuses_outsiders(run_dir):
     proc = launch(run_dir, *py(
         'import time\n'
         f'while not os.path.exists({str(go)!r}): time.sleep(0.01)\n'
-        'print(json.dumps(call("add", a=20, b=22)))\n'))
+        'print(json.dumps(call("add", a=20, b=22)))\n'), opts=["--timeout", "60"])
     assert proc.returncode == 0, proc.stderr
     responder.start()
     try:
@@ -461,6 +461,7 @@ def test_the_socket_refuses_outsiders(run_dir):
         go.touch()
         wait_exit(run_dir)
     finally:
+        go.touch()  # the program waits for it, whatever happened here
         responder.stop.set()
         responder.join(5)
     out = (run_dir / HOST_TOOLS / "program_output.txt").read_text()
