@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "channel.h"
@@ -22,7 +21,8 @@ static void usage(FILE *f)
 		"usage: maf-launch call [--timeout S] TOOL [ARGUMENTS]\n"
 		"\n"
 		"Calls the host tool TOOL from inside a run started by 'maf-launch run', through\n"
-		"the channel named by MAF_HOST_TOOLS_FD. ARGUMENTS is a JSON object (default {});\n"
+		"the channel named by MAF_HOST_TOOLS_FD, or, without that descriptor, through the\n"
+		"socket named by MAF_HOST_TOOLS_SOCKET. ARGUMENTS is a JSON object (default {});\n"
 		"'-' reads it from stdin. Prints the tool's value as JSON on stdout.\n"
 		"\n"
 		"Options:\n"
@@ -51,21 +51,45 @@ static char *read_stdin(size_t *len)
 	return buf;
 }
 
-static int channel_fd(void)
+/* A private connection to the run's channel: through the inherited descriptor
+ * (MAF_HOST_TOOLS_FD), or, when it is not there (closed by a parent that closes what it
+ * does not know, such as Python's subprocess), through the listening socket
+ * (MAF_HOST_TOOLS_SOCKET). Dies naming both when neither works. */
+static int channel_open_conn(void)
 {
-	const char *v = getenv(MAFL_CHANNEL_FD_ENV);
+	const char *v = getenv(MAFL_CHANNEL_FD_ENV), *path = getenv(MAFL_CHANNEL_SOCKET_ENV);
+	char why[160];
 	unsigned long long fd;
-	struct stat st;
+	int conn, type = 0, domain = 0;
+	socklen_t len = sizeof(int);
 
-	if (!v)
-		die(MAFP_EXIT_LAUNCHER, "%s is not set: this program was not started by "
-		    "'maf-launch run'", MAFL_CHANNEL_FD_ENV);
-	if (parse_u64(v, 1 << 20, &fd) < 0)
-		die(MAFP_EXIT_LAUNCHER, "%s is not a descriptor number: '%s'", MAFL_CHANNEL_FD_ENV, v);
-	if (fstat((int)fd, &st) < 0 || !S_ISSOCK(st.st_mode))
-		die(MAFP_EXIT_LAUNCHER, "descriptor %llu (%s) is not the run's channel socket", fd,
-		    MAFL_CHANNEL_FD_ENV);
-	return (int)fd;
+	if (!v) {
+		snprintf(why, sizeof(why), "%s is not set", MAFL_CHANNEL_FD_ENV);
+	} else if (parse_u64(v, 1 << 20, &fd) < 0) {
+		snprintf(why, sizeof(why), "%s is not a descriptor number: '%.64s'",
+			 MAFL_CHANNEL_FD_ENV, v);
+	} else if (getsockopt((int)fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0 ||
+		   getsockopt((int)fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) < 0 ||
+		   type != SOCK_SEQPACKET || domain != AF_UNIX) {
+		/* Its number may have been reused for another socket: only the channel's kind of
+		 * socket is told of a connection. */
+		snprintf(why, sizeof(why), "descriptor %llu (%s) is not the run's channel socket",
+			 fd, MAFL_CHANNEL_FD_ENV);
+	} else {
+		conn = channel_connect((int)fd);
+		if (conn >= 0)
+			return conn;
+		snprintf(why, sizeof(why), "cannot connect through descriptor %llu (%s): %s", fd,
+			 MAFL_CHANNEL_FD_ENV, strerror(errno));
+	}
+	if (!path)
+		die(MAFP_EXIT_LAUNCHER, "%s, and %s is not set: this program was not started by "
+		    "'maf-launch run'", why, MAFL_CHANNEL_SOCKET_ENV);
+	conn = channel_connect_path(path);
+	if (conn < 0)
+		die_errno(MAFP_EXIT_LAUNCHER, "%s, and cannot connect to %s (%s)", why,
+			  MAFL_CHANNEL_SOCKET_ENV, path);
+	return conn;
 }
 
 /* Reads one answer line into a malloc'd buffer. Dies on EOF, error or timeout. */
@@ -112,7 +136,8 @@ static char *read_answer(int fd, long long timeout_ms, size_t *len)
 		}
 		if (n == 0)
 			die(MAFP_EXIT_LAUNCHER, "the channel closed without an answer (the run "
-			    "is ending, or too many connections are open)");
+			    "is ending, too many connections are open, or this process is not one "
+			    "of the run's)");
 		got += (size_t)n;
 		nl = memchr(buf, '\n', got);
 		if (nl) {
@@ -164,7 +189,6 @@ int cmd_call(int argc, char **argv)
 		die(MAFP_EXIT_USAGE, "ARGUMENTS must be a JSON object, e.g. '{\"x\": 1}'");
 	free(stdin_buf);
 
-	fd = channel_fd();
 	req = cJSON_CreateObject();
 	if (!req || !cJSON_AddNumberToObject(req, "id", 1) ||
 	    !cJSON_AddStringToObject(req, "name", tool) ||
@@ -174,9 +198,7 @@ int cmd_call(int argc, char **argv)
 	cJSON_Delete(req);
 	if (!line)
 		die(MAFP_EXIT_LAUNCHER, "out of memory");
-	fd = channel_connect(fd);
-	if (fd < 0)
-		die_errno(MAFP_EXIT_LAUNCHER, "cannot connect to the run's channel");
+	fd = channel_open_conn();
 	if (write_all(fd, line, strlen(line)) < 0 || write_all(fd, "\n", 1) < 0)
 		die_errno(MAFP_EXIT_LAUNCHER, "cannot send the call");
 	free(line);

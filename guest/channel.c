@@ -9,15 +9,38 @@
 #include <sys/inotify.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "protocol.h"
+#include "tree.h"
 #include "util.h"
+
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77		/* Linux 6.5 */
+#endif
+
+/* Calls taken from one connection per wake: the rest of what it sent waits, in its buffer
+ * or in the socket, for the next turn of the supervisor's loop (channel_pollfds asks for one
+ * at once), so a connection that streams calls holds up neither the timer nor the others. */
+#define CONN_CALLS_PER_WAKE 16
+
+/* After a read of a response that failed, the next such read waits at least this many times
+ * as long as that one took (and at least MAFL_CHANNEL_RETRY_MS): see serve_due. */
+#define RETRY_COST_FACTOR 10
+
+/* Reads of inotify events in a row that named no response awaiting its first look, after
+ * which each such read is followed by a pause without one: see handle_inotify. */
+#define INOTIFY_IDLE_READS 32
+#define INOTIFY_QUIET_MS 5
 
 struct conn {
 	int fd;                 /* -1: slot free */
 	char *in;
 	size_t in_len, in_cap;  /* the line buffer grows from 4 KiB to MAFL_CHANNEL_LINE_MAX */
+	size_t in_off;          /* in[in_off..in_len) is not handled yet */
+	size_t in_scan;         /* in[in_off..in_scan) holds no newline */
+	int more;               /* a whole line is buffered, left for the next wake */
 	char *out;
 	size_t out_len, out_off;
 	int eof;                /* the peer closed its side: close once nothing is owed */
@@ -27,6 +50,9 @@ struct call {
 	long n;                 /* the call file number; 0: slot free */
 	int conn;               /* the connection to answer, -1 when it went away */
 	cJSON *id;              /* the caller's id, owned */
+	int due;                /* an event named the response since the last look */
+	int failed;             /* a look found the file and could not take it, as seen: */
+	struct channel_file_state seen;
 };
 
 /* A response relayed and done with, whose file a later request reuses (reuse_response). */
@@ -41,6 +67,9 @@ struct channel {
 	int host_tools;         /* R/host_tools, borrowed */
 	int calls_dir;          /* R/host_tools/host_tool_calls, once a call needed it */
 	int listen_fd;          /* our end of the socketpair the program inherits */
+	int sock_fd;            /* listening at R/host_tools/channel.sock */
+	uint64_t sock_dev, sock_ino;  /* that socket's file, removed at the end if still ours */
+	int proc_fd;            /* /proc, for the peer check; -1: none, the socket serves none */
 	int ino_fd;
 	struct conn conns[MAFL_CHANNEL_MAX_CONNS];
 	struct call calls[MAFL_CHANNEL_MAX_INFLIGHT];
@@ -48,6 +77,10 @@ struct channel {
 	long claim_src;         /* our last claim made as a file, linked to by the next; 0: none */
 	struct spare spares[SPARES];
 	int nspares;
+	long long retry_at;     /* no response that failed is read again before (ms) */
+	int next_due;           /* where the next look for due calls starts: each gets a turn */
+	int idle_reads;         /* inotify reads in a row that named nothing new */
+	long long quiet_until;  /* no inotify read before (ms); 0: none pending */
 	unsigned long long accepted;
 	long long answered;     /* answers relayed to their caller's connection */
 	long lost[MAFP_UNDELIVERED_MAX];  /* calls whose answer found no caller */
@@ -323,8 +356,7 @@ static int reuse_response(struct channel *c, const char *fname, const char *req,
 	return -1;
 }
 
-static void try_complete(struct channel *c, struct call *k);
-static void handle_inotify(struct channel *c);
+static void handle_inotify(struct channel *c, int paced);
 
 static void handle_call(struct channel *c, int i, const char *line, size_t len)
 {
@@ -386,6 +418,7 @@ static void handle_call(struct channel *c, int i, const char *line, size_t len)
 		goto out;
 	}
 	free(req);
+	memset(slot, 0, sizeof(*slot));
 	slot->n = n;
 	slot->conn = i;
 	slot->id = cJSON_Duplicate(id, 1);
@@ -393,27 +426,68 @@ static void handle_call(struct channel *c, int i, const char *line, size_t len)
 	 * is an event still to come (and a response the program planted before the request is
 	 * not taken for it). The events our own .part and rename just queued are taken now,
 	 * in one read, rather than by a poll that would return at once for them. */
-	handle_inotify(c);
+	handle_inotify(c, 0);
 out:
 	cJSON_Delete(root);
 }
 
+void channel_file_state_of(struct channel_file_state *fs, const struct stat *st)
+{
+	memset(fs, 0, sizeof(*fs));
+	fs->dev = (uint64_t)st->st_dev;
+	fs->ino = (uint64_t)st->st_ino;
+	fs->size = (int64_t)st->st_size;
+	fs->mtime_sec = (int64_t)st->st_mtim.tv_sec;
+	fs->mtime_nsec = (int64_t)st->st_mtim.tv_nsec;
+	fs->ctime_sec = (int64_t)st->st_ctim.tv_sec;
+	fs->ctime_nsec = (int64_t)st->st_ctim.tv_nsec;
+}
+
+/* The file is the same as far as a stat can tell. Any write moves the ctime on: since
+ * Linux 6.13 to a later value even within the clock's tick, once a stat has read it (the
+ * multigrain timestamps of ext4, xfs, btrfs and tmpfs), as ours just did. */
+static int file_state_same(const struct channel_file_state *a,
+			   const struct channel_file_state *b)
+{
+	return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+	       a->mtime_sec == b->mtime_sec && a->mtime_nsec == b->mtime_nsec &&
+	       a->ctime_sec == b->ctime_sec && a->ctime_nsec == b->ctime_nsec;
+}
+
+enum channel_look channel_look_decide(const struct channel_file_state *failed,
+				      const struct channel_file_state *cur, long long now_ms,
+				      long long retry_at_ms)
+{
+	if (!failed)
+		return CHANNEL_LOOK_NOW;
+	if (now_ms < retry_at_ms)
+		return CHANNEL_LOOK_LATER;
+	return cur && file_state_same(failed, cur) ? CHANNEL_LOOK_SKIP : CHANNEL_LOOK_NOW;
+}
+
 /* Reads NNNN.response.json if it is there and whole, and relays it. A response that does
- * not parse yet is left for the next event: a backend's write_file may land in pieces. */
-static void try_complete(struct channel *c, struct call *k)
+ * not parse yet is left for the next event: a backend's write_file may land in pieces. A
+ * look that found the file and could not take it is remembered (the file as it was) and
+ * sets when the next read of such a response may come (serve_due). Returns the bytes read. */
+static size_t look(struct channel *c, struct call *k)
 {
 	struct mafp_response resp;
 	char fname[48], *buf = NULL;
 	struct stat st;
-	ssize_t got;
+	ssize_t got = 0;
+	long long start = now_ms(), cost;
 	int fd;
 
 	mafp_call_file_name(fname, sizeof(fname), k->n, MAFP_SUFFIX_RESPONSE);
 	fd = openat(c->calls_dir, fname, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
-		return;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size == 0)
-		goto out;
+		return 0;
+	if (fstat(fd, &st) < 0) {
+		close(fd);
+		return 0;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_size == 0)
+		goto failed;
 	if (st.st_size > (off_t)MAFL_CHANNEL_RESPONSE_MAX) {
 		char why[128];
 
@@ -425,7 +499,7 @@ static void try_complete(struct channel *c, struct call *k)
 	}
 	buf = malloc((size_t)st.st_size + 1);
 	if (!buf)
-		goto out;
+		goto failed;
 	/* One read for the size fstat gave, and one byte more: a file still growing fills it
 	 * (not finished yet). A read that returns exactly the size is the whole file as it is
 	 * now, with no second read to learn of its end; anything shorter reads on to the end. */
@@ -438,9 +512,9 @@ static void try_complete(struct channel *c, struct call *k)
 		got = more < 0 ? -1 : got + more;
 	}
 	if (got <= 0 || got > st.st_size)
-		goto out;	/* grew while we read: not finished yet */
+		goto failed;	/* grew while we read: not finished yet */
 	if (mafp_response_decode(buf, (size_t)got, MAFL_CHANNEL_RESPONSE_MAX, &resp) < 0)
-		goto out;
+		goto failed;
 	/* The host answered; the call is served only if its caller is still there to read it
 	 * (the exit record names the others, so the host does not count them). */
 	if (conn_send(c, k->conn, answer_line(k->id, resp.value, resp.refusal)) == 0)
@@ -454,45 +528,192 @@ static void try_complete(struct channel *c, struct call *k)
 done:
 	cJSON_Delete(k->id);
 	memset(k, 0, sizeof(*k));
+	goto out;
+failed:
+	k->failed = 1;
+	channel_file_state_of(&k->seen, &st);
+	if (got != 0) {
+		long long end = now_ms();
+
+		cost = (end - start) * RETRY_COST_FACTOR;
+		c->retry_at = end + (cost > MAFL_CHANNEL_RETRY_MS ? cost : MAFL_CHANNEL_RETRY_MS);
+	}
 out:
 	free(buf);
 	close(fd);
+	return got > 0 ? (size_t)got : 0;
 }
 
-static void handle_inotify(struct channel *c)
+/* Looks at the responses events have named since, in turns starting after the last call
+ * whose failed response was looked at again. What a program can make the supervisor do
+ * again and again is look at a response that failed: it may write one that never parses
+ * and touch it for ever. Such a response is looked at again (a stat) only after retry_at,
+ * and read only if its file has changed. A read that fails sets retry_at RETRY_COST_FACTOR
+ * times as long as it took ahead, or MAFL_CHANNEL_RETRY_MS if longer; a stat that finds the
+ * file unchanged, MAFL_CHANNEL_RETRY_MS ahead. So those reads take at most about a tenth of
+ * the supervisor's time, and those stats come one per MAFL_CHANNEL_RETRY_MS, whatever the
+ * program does. A call's first look is never held back (one per call, at the host's pace),
+ * but the reads of one wake stop once MAFL_CHANNEL_RESPONSE_MAX bytes are read: the rest
+ * waits for the next (channel_pollfds asks for it at once). */
+static void serve_due(struct channel *c)
+{
+	long long now = -1;
+	size_t spent = 0;
+	int j;
+
+	for (j = 0; j < MAFL_CHANNEL_MAX_INFLIGHT && spent < MAFL_CHANNEL_RESPONSE_MAX; j++) {
+		int at = (c->next_due + j) % MAFL_CHANNEL_MAX_INFLIGHT;
+		struct call *k = &c->calls[at];
+		enum channel_look what = CHANNEL_LOOK_NOW;
+
+		if (!k->n || !k->due)
+			continue;
+		if (k->failed) {
+			struct channel_file_state cur;
+			char fname[48];
+			struct stat st;
+			int have;
+
+			if (now < 0)
+				now = now_ms();
+			if (now < c->retry_at)
+				continue;	/* not even a stat until then */
+			mafp_call_file_name(fname, sizeof(fname), k->n, MAFP_SUFFIX_RESPONSE);
+			have = fstatat(c->calls_dir, fname, &st, AT_SYMLINK_NOFOLLOW) == 0;
+			if (have)
+				channel_file_state_of(&cur, &st);
+			what = channel_look_decide(&k->seen, have ? &cur : NULL, now, c->retry_at);
+			c->next_due = (at + 1) % MAFL_CHANNEL_MAX_INFLIGHT;
+			if (what == CHANNEL_LOOK_SKIP)
+				c->retry_at = now + MAFL_CHANNEL_RETRY_MS;
+		}
+		k->due = 0;
+		if (what == CHANNEL_LOOK_NOW)
+			spent += look(c, k);
+	}
+}
+
+/* One read of the queued events a wake, however many more are queued: a program can queue
+ * them as fast as it closes files, and the timer and signals must get their turn. Such a
+ * program would still keep the supervisor reading (a read and a poll for every few events,
+ * at its pace) and doing nothing else. The host's traffic does not look like that: its
+ * writes name responses awaited. So once INOTIFY_IDLE_READS reads in a row (paced: not
+ * handle_call's reads of its own events) have named no call awaiting its first look, each
+ * such read is followed by INOTIFY_QUIET_MS without one, until a read names one. The queue
+ * then fills, and may overflow (IN_Q_OVERFLOW makes every call due): a response awaited
+ * meanwhile is found when the reads reach it, and only the flooding run's calls wait. */
+static void handle_inotify(struct channel *c, int paced)
 {
 	char buf[8192] __attribute__((aligned(__alignof__(struct inotify_event))));
-	ssize_t n;
+	ssize_t n = read(c->ino_fd, buf, sizeof(buf));
+	int awaited = 0;
+	char *p;
 	size_t j;
 
-	while ((n = read(c->ino_fd, buf, sizeof(buf))) > 0) {
-		char *p = buf;
-		/* Room left for another event: the queue was empty (one read a wake, not two). */
-		int drained = sizeof(buf) - (size_t)n >= sizeof(struct inotify_event) + NAME_MAX + 1;
+	for (p = buf; n > 0 && p < buf + n;) {
+		struct inotify_event *ev = (struct inotify_event *)p;
+		long id;
+		size_t nl = ev->len ? strlen(ev->name) : 0;
+		size_t sl = strlen(MAFP_SUFFIX_RESPONSE);
 
-		while (p < buf + n) {
-			struct inotify_event *ev = (struct inotify_event *)p;
-			long id;
-			size_t nl = ev->len ? strlen(ev->name) : 0;
-			size_t sl = strlen(MAFP_SUFFIX_RESPONSE);
-
-			p += sizeof(*ev) + ev->len;
-			if (ev->mask & IN_Q_OVERFLOW) {
-				for (j = 0; j < MAFL_CHANNEL_MAX_INFLIGHT; j++)
-					if (c->calls[j].n)
-						try_complete(c, &c->calls[j]);
-				continue;
-			}
-			if (nl <= sl || strcmp(ev->name + nl - sl, MAFP_SUFFIX_RESPONSE) != 0 ||
-			    mafp_marker_parse(ev->name, nl - sl, 1, MAFP_CALL_ID_MAX, &id) < 0)
-				continue;
+		p += sizeof(*ev) + ev->len;
+		if (ev->mask & IN_Q_OVERFLOW) {
 			for (j = 0; j < MAFL_CHANNEL_MAX_INFLIGHT; j++)
-				if (c->calls[j].n == id)
-					try_complete(c, &c->calls[j]);
+				c->calls[j].due = c->calls[j].n != 0;
+			awaited = 1;
+			continue;
 		}
-		if (drained)
-			break;
+		if (nl <= sl || strcmp(ev->name + nl - sl, MAFP_SUFFIX_RESPONSE) != 0 ||
+		    mafp_marker_parse(ev->name, nl - sl, 1, MAFP_CALL_ID_MAX, &id) < 0)
+			continue;
+		for (j = 0; j < MAFL_CHANNEL_MAX_INFLIGHT; j++) {
+			if (c->calls[j].n == id) {
+				c->calls[j].due = 1;
+				awaited |= !c->calls[j].failed;
+			}
+		}
 	}
+	if (!paced)
+		return;
+	if (awaited) {
+		c->idle_reads = 0;
+	} else if (++c->idle_reads >= INOTIFY_IDLE_READS) {
+		c->idle_reads = INOTIFY_IDLE_READS;
+		c->quiet_until = now_ms() + INOTIFY_QUIET_MS;
+	}
+}
+
+/* Takes fd as a connection, or closes it when MAFL_CHANNEL_MAX_CONNS are open (the caller
+ * reads EOF). */
+static void conn_add(struct channel *c, int fd)
+{
+	size_t i;
+
+	for (i = 0; i < MAFL_CHANNEL_MAX_CONNS; i++) {
+		if (c->conns[i].fd < 0) {
+			fcntl(fd, F_SETFL, O_NONBLOCK);
+			c->conns[i].fd = fd;
+			return;
+		}
+	}
+	close(fd);
+}
+
+static int conns_full(const struct channel *c)
+{
+	size_t i;
+
+	for (i = 0; i < MAFL_CHANNEL_MAX_CONNS; i++)
+		if (c->conns[i].fd < 0)
+			return 0;
+	return 1;
+}
+
+/* Whether the peer of the connection fd is a process of the run: a descendant of the
+ * supervisor, which is the run's child subreaper, so that a process whose parent has
+ * exited (a daemon that double-forked) is still found under it. The pid is the peer's at
+ * connect(); a pidfd of the peer, still running once the walk is done, proves no other
+ * process has taken the pid meanwhile. */
+static int peer_in_run(const struct channel *c, int fd)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	int pidfd = -1, in;
+
+	if (c->proc_fd < 0 || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0)
+		return 0;
+	len = sizeof(pidfd);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) < 0) {
+		if (errno != ENOPROTOOPT)
+			return 0;	/* the peer is gone already */
+		pidfd = -1;		/* a kernel before 6.5: the pid alone */
+	}
+	in = mafl_tree_descends(c->proc_fd, cr.pid, getpid());
+	if (pidfd >= 0) {
+		struct pollfd pf = {.fd = pidfd, .events = POLLIN};
+
+		/* A pidfd polls readable once its process has exited. */
+		if (poll(&pf, 1, 0) != 0)
+			in = 0;
+		close(pidfd);
+	}
+	return in;
+}
+
+/* A connection to R/host_tools/channel.sock. Any process that can reach the path can
+ * connect (root always can, and so may other runs' programs), so the peer must be one of
+ * the run's, or the connection is closed at once. */
+static void accept_stream(struct channel *c)
+{
+	int fd = accept4(c->sock_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	if (conns_full(c) || !peer_in_run(c, fd)) {
+		close(fd);
+		return;
+	}
+	conn_add(c, fd);
 }
 
 static void accept_conn(struct channel *c)
@@ -504,7 +725,6 @@ static void accept_conn(struct channel *c)
 			    .msg_controllen = sizeof(ctl)};
 	struct cmsghdr *cm;
 	int fd = -1;
-	size_t i;
 
 	if (recvmsg(c->listen_fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) < 0)
 		return;
@@ -533,14 +753,11 @@ static void accept_conn(struct channel *c)
 			return;
 		}
 	}
-	for (i = 0; i < MAFL_CHANNEL_MAX_CONNS; i++) {
-		if (c->conns[i].fd < 0) {
-			fcntl(fd, F_SETFL, O_NONBLOCK);
-			c->conns[i].fd = fd;
-			return;
-		}
-	}
-	close(fd);	/* too many connections: the caller sees EOF */
+	/* No peer check here, unlike accept_stream: only the run's processes hold the end
+	 * this came through (the program's process inherited it, and its descendants from it).
+	 * An outside process holding it was given it by the run, which could as well have
+	 * made the calls for it. */
+	conn_add(c, fd);
 }
 
 /* Stops reading a connection for good. Closing a socket with bytes still queued to it makes
@@ -557,15 +774,55 @@ static void conn_stop_reading(struct conn *k)
 	k->eof = 1;
 }
 
+/* Handles the calls a connection sent, CONN_CALLS_PER_WAKE at most, and takes in at most
+ * one more buffer of them (one recv a wake). */
 static void conn_read(struct channel *c, int i)
 {
 	struct conn *k = &c->conns[i];
+	int calls = 0, received = 0;
 
 	for (;;) {
-		char *nl;
+		char *nl = NULL;
 		ssize_t n;
-		size_t room;
 
+		/* Only the bytes not scanned yet can hold the first newline: a long line costs
+		 * one scan. */
+		if (k->in_scan < k->in_len)
+			nl = memchr(k->in + k->in_scan, '\n', k->in_len - k->in_scan);
+		if (nl) {
+			if (calls++ == CONN_CALLS_PER_WAKE) {
+				k->more = 1;
+				return;
+			}
+			handle_call(c, i, k->in + k->in_off, (size_t)(nl - (k->in + k->in_off)));
+			if (k->fd < 0)
+				return;
+			k->in_off = k->in_scan = (size_t)(nl - k->in) + 1;
+			continue;
+		}
+		k->in_scan = k->in_len;
+		k->more = 0;
+		if (k->in_off > 0) {
+			memmove(k->in, k->in + k->in_off, k->in_len - k->in_off);
+			k->in_len -= k->in_off;
+			k->in_scan = k->in_len;
+			k->in_off = 0;
+		}
+		if (k->in_len == MAFL_CHANNEL_LINE_MAX) {
+			char why[96];
+
+			snprintf(why, sizeof(why), "the call line is longer than %u bytes",
+				 MAFL_CHANNEL_LINE_MAX);
+			refuse(c, i, NULL, why);
+			if (k->fd < 0)
+				return;
+			k->in_len = k->in_scan = 0;
+			conn_stop_reading(k);	/* no way to find the next line */
+			return;
+		}
+		/* One recv a wake: poll says when more is there. */
+		if (received || k->eof)
+			return;
 		if (k->in_len == k->in_cap) {
 			/* Kept for the connection's life: a call costs no allocation of its own. */
 			size_t cap = k->in_cap ? k->in_cap * 2 : 4096;
@@ -581,48 +838,71 @@ static void conn_read(struct channel *c, int i)
 			k->in = nb;
 			k->in_cap = cap;
 		}
-		room = k->in_cap - k->in_len;
-		n = recv(k->fd, k->in + k->in_len, room, MSG_DONTWAIT);
+		n = recv(k->fd, k->in + k->in_len, k->in_cap - k->in_len, MSG_DONTWAIT);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			if (errno != EAGAIN)
 				k->eof = 1;
-			break;
+			return;
 		}
 		if (n == 0) {
 			k->eof = 1;
-			break;
+			return;
 		}
-		/* Only the new bytes can hold the first newline: a long line costs one scan. */
-		nl = memchr(k->in + k->in_len, '\n', (size_t)n);
 		k->in_len += (size_t)n;
-		for (; nl && k->fd >= 0; nl = memchr(k->in, '\n', k->in_len)) {
-			size_t len = (size_t)(nl - k->in);
-
-			handle_call(c, i, k->in, len);
-			if (k->fd < 0)
-				return;
-			memmove(k->in, nl + 1, k->in_len - len - 1);
-			k->in_len -= len + 1;
-		}
-		if (k->in_len == MAFL_CHANNEL_LINE_MAX) {
-			char why[96];
-
-			snprintf(why, sizeof(why), "the call line is longer than %u bytes",
-				 MAFL_CHANNEL_LINE_MAX);
-			refuse(c, i, NULL, why);
-			if (k->fd < 0)
-				return;
-			k->in_len = 0;
-			conn_stop_reading(k);	/* no way to find the next line */
-			break;
-		}
-		/* Less than there was room for: the socket is empty for now, and poll will say
-		 * when it is not (one recv a call, not two). */
-		if ((size_t)n < room)
-			break;
+		received = 1;
 	}
+}
+
+/* Listens at R/host_tools/channel.sock with mode 0660. Returns the descriptor, or -1 with
+ * errno set. */
+static int listen_at(struct channel *c)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct stat st;
+	mode_t mask;
+	int fd, cwd, err = 0;
+
+	/* A name left by an earlier run: its socket, or whatever its program put there
+	 * (unlinkat removes a symlink, never what it points to; an empty directory goes
+	 * too). Anything else makes bind fail. */
+	if (unlinkat(c->host_tools, MAFP_FILE_CHANNEL_SOCKET, 0) < 0 && errno == EISDIR)
+		unlinkat(c->host_tools, MAFP_FILE_CHANNEL_SOCKET, AT_REMOVEDIR);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (cwd < 0) {
+		err = errno;
+		close(fd);
+		errno = err;
+		return -1;
+	}
+	/* bind() takes a path, and R may be longer than a socket address holds: the name is
+	 * bound relative to R/host_tools, made the working directory for the call. The mode
+	 * comes from the umask, this process's own (the launcher does not share it). */
+	memcpy(sa.sun_path, MAFP_FILE_CHANNEL_SOCKET, sizeof(MAFP_FILE_CHANNEL_SOCKET));
+	mask = umask(0117);
+	if (fchdir(c->host_tools) < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		err = errno;
+	umask(mask);
+	if (fchdir(cwd) < 0 && !err)
+		err = errno;
+	close(cwd);
+	if (!err && listen(fd, MAFL_CHANNEL_MAX_CONNS) < 0)
+		err = errno;
+	if (!err &&
+	    fstatat(c->host_tools, MAFP_FILE_CHANNEL_SOCKET, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		c->sock_dev = (uint64_t)st.st_dev;
+		c->sock_ino = (uint64_t)st.st_ino;
+	}
+	if (err) {
+		close(fd);
+		errno = err;
+		return -1;
+	}
+	return fd;
 }
 
 int channel_open(struct channel **out, int host_tools_fd, const struct channel_opts *opts,
@@ -633,7 +913,7 @@ int channel_open(struct channel **out, int host_tools_fd, const struct channel_o
 
 	if (!c)
 		return -ENOMEM;
-	c->calls_dir = c->listen_fd = c->ino_fd = -1;
+	c->calls_dir = c->listen_fd = c->sock_fd = c->proc_fd = c->ino_fd = -1;
 	for (i = 0; i < MAFL_CHANNEL_MAX_CONNS; i++)
 		c->conns[i].fd = -1;
 	c->opts = *opts;
@@ -648,6 +928,13 @@ int channel_open(struct channel **out, int host_tools_fd, const struct channel_o
 		goto fail;
 	c->listen_fd = sv[0];
 	fcntl(sv[0], F_SETFL, O_NONBLOCK);
+	/* The second way in only: without it (R/host_tools read-only, a directory an earlier
+	 * run's program left at the name) the inherited socket still serves, and a caller that
+	 * needs the path learns why when its connect fails. */
+	c->sock_fd = listen_at(c);
+	/* Without /proc no peer can be checked: the socket then serves none. */
+	if (c->sock_fd >= 0)
+		c->proc_fd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	*program_fd = sv[1];
 	*out = c;
 	return 0;
@@ -659,12 +946,22 @@ fail:
 	return -err;
 }
 
-int channel_pollfds(struct channel *c, struct pollfd *pf)
+int channel_pollfds(struct channel *c, struct pollfd *pf, int *timeout_ms)
 {
+	long long now = -1;
 	int n = 0, i;
 
+	*timeout_ms = -1;
+	if (c->quiet_until) {
+		now = now_ms();
+		if (now < c->quiet_until)
+			*timeout_ms = (int)(c->quiet_until - now);
+		else
+			c->quiet_until = 0;
+	}
 	pf[n++] = (struct pollfd){.fd = c->listen_fd, .events = POLLIN};
-	pf[n++] = (struct pollfd){.fd = c->ino_fd, .events = POLLIN};
+	pf[n++] = (struct pollfd){.fd = c->quiet_until ? -1 : c->ino_fd, .events = POLLIN};
+	pf[n++] = (struct pollfd){.fd = c->sock_fd, .events = POLLIN};
 	for (i = 0; i < MAFL_CHANNEL_MAX_CONNS; i++) {
 		struct conn *k = &c->conns[i];
 		short ev = 0;
@@ -673,8 +970,26 @@ int channel_pollfds(struct channel *c, struct pollfd *pf)
 			ev = k->eof ? 0 : POLLIN;
 			if (k->out_len > k->out_off)
 				ev |= POLLOUT;
+			if (k->more)
+				*timeout_ms = 0;
 		}
 		pf[n++] = (struct pollfd){.fd = k->fd >= 0 ? k->fd : -1, .events = ev};
+	}
+	for (i = 0; i < MAFL_CHANNEL_MAX_INFLIGHT && *timeout_ms != 0; i++) {
+		const struct call *k = &c->calls[i];
+		long long wait;
+
+		if (!k->n || !k->due)
+			continue;
+		if (!k->failed) {
+			*timeout_ms = 0;
+			break;
+		}
+		if (now < 0)
+			now = now_ms();
+		wait = c->retry_at > now ? c->retry_at - now : 0;
+		if (*timeout_ms < 0 || wait < *timeout_ms)
+			*timeout_ms = (int)wait;
 	}
 	return n;
 }
@@ -686,18 +1001,19 @@ void channel_handle(struct channel *c, const struct pollfd *pf, int n)
 	if (n < MAFL_CHANNEL_POLLFDS)
 		return;
 	if (pf[1].revents)
-		handle_inotify(c);
+		handle_inotify(c, 1);
 	for (i = 0; i < MAFL_CHANNEL_MAX_CONNS; i++) {
-		const struct pollfd *p = &pf[2 + i];
+		const struct pollfd *p = &pf[3 + i];
 
-		if (p->fd < 0 || c->conns[i].fd != p->fd || !p->revents)
+		if (p->fd < 0 || c->conns[i].fd != p->fd || !(p->revents || c->conns[i].more))
 			continue;
 		if (p->revents & POLLOUT)
 			conn_flush(c, i);
-		if (c->conns[i].fd >= 0 && (p->revents & (POLLIN | POLLHUP | POLLERR)))
+		if (c->conns[i].fd >= 0 &&
+		    ((p->revents & (POLLIN | POLLHUP | POLLERR)) || c->conns[i].more))
 			conn_read(c, i);
 		/* A connection whose peer left is closed once it is owed nothing more. */
-		if (c->conns[i].fd >= 0 && c->conns[i].eof &&
+		if (c->conns[i].fd >= 0 && c->conns[i].eof && !c->conns[i].more &&
 		    c->conns[i].out_len == c->conns[i].out_off) {
 			size_t j, owed = 0;
 
@@ -709,6 +1025,9 @@ void channel_handle(struct channel *c, const struct pollfd *pf, int n)
 	}
 	if (pf[0].revents)
 		accept_conn(c);
+	if (pf[2].revents)
+		accept_stream(c);
+	serve_due(c);
 }
 
 long long channel_calls(const struct channel *c)
@@ -752,6 +1071,18 @@ void channel_free(struct channel *c)
 		close(c->calls_dir);
 	if (c->listen_fd >= 0)
 		close(c->listen_fd);
+	if (c->sock_fd >= 0) {
+		struct stat st;
+
+		/* The program may have put something else there meanwhile: that stays. */
+		if (fstatat(c->host_tools, MAFP_FILE_CHANNEL_SOCKET, &st,
+			    AT_SYMLINK_NOFOLLOW) == 0 &&
+		    (uint64_t)st.st_dev == c->sock_dev && (uint64_t)st.st_ino == c->sock_ino)
+			unlinkat(c->host_tools, MAFP_FILE_CHANNEL_SOCKET, 0);
+		close(c->sock_fd);
+	}
+	if (c->proc_fd >= 0)
+		close(c->proc_fd);
 	if (c->ino_fd >= 0)
 		close(c->ino_fd);
 	mafl_arena_free(c);
@@ -786,4 +1117,52 @@ int channel_connect(int chan_fd)
 	}
 	close(sv[1]);
 	return sv[0];
+}
+
+int channel_connect_path(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	const char *slash = strrchr(path, '/');
+	int fd, dir = -1, err, n;
+
+	if (strlen(path) < sizeof(sa.sun_path)) {
+		memcpy(sa.sun_path, path, strlen(path) + 1);
+	} else {
+		/* Too long for a socket address: through the directory, open as DIR, for
+		 * /proc/self/fd/DIR/NAME names the same file. */
+		char *d = slash ? strndup(path, (size_t)(slash - path) + 1) : NULL;
+
+		if (!d) {
+			errno = slash ? ENOMEM : ENAMETOOLONG;
+			return -1;
+		}
+		dir = open(d, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		err = errno;
+		free(d);
+		if (dir < 0) {
+			errno = err;
+			return -1;
+		}
+		n = snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d%s", dir, slash);
+		if (n < 0 || (size_t)n >= sizeof(sa.sun_path)) {
+			close(dir);
+			errno = ENAMETOOLONG;
+			return -1;
+		}
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	while (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		if (errno == EINTR)
+			continue;
+		err = errno;
+		close(fd);
+		errno = err;
+		fd = -1;
+	}
+	if (dir >= 0) {
+		err = errno;
+		close(dir);
+		errno = err;
+	}
+	return fd;
 }

@@ -1,24 +1,31 @@
 /* The call channel (ours): the program reaches the supervisor through a socket it inherits
- * (MAF_HOST_TOOLS_FD); the supervisor turns each call into a claim and a request file in the
- * legacy format, waits for the response with inotify, and relays it. */
+ * (MAF_HOST_TOOLS_FD), or through R/host_tools/channel.sock (MAF_HOST_TOOLS_SOCKET) when it
+ * holds no such descriptor; the supervisor turns each call into a claim and a request file in
+ * the legacy format, waits for the response with inotify, and relays it. */
 #ifndef MAFL_CHANNEL_H
 #define MAFL_CHANNEL_H
 
 #include <poll.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
 
 #include "cJSON.h"
 
 #define MAFL_CHANNEL_FD_ENV "MAF_HOST_TOOLS_FD"
 #define MAFL_CHANNEL_TOOLS_ENV "MAF_HOST_TOOLS"
+#define MAFL_CHANNEL_SOCKET_ENV "MAF_HOST_TOOLS_SOCKET"
 #define MAFL_CHANNEL_MAX_CONNS 64
 #define MAFL_CHANNEL_MAX_INFLIGHT 64
 #define MAFL_CHANNEL_LINE_MAX (1u << 20)        /* one call line, newline included */
 #define MAFL_CHANNEL_RESPONSE_MAX (9u << 20)    /* a response file */
 #define MAFL_CHANNEL_OUTBUF_MAX (32u << 20)     /* answers a connection has not read */
 #define MAFL_CHANNEL_ID_MAX 128                 /* bytes of a caller's string id */
-/* poll entries the channel may need: the listener, inotify, the connections */
-#define MAFL_CHANNEL_POLLFDS (2 + MAFL_CHANNEL_MAX_CONNS)
+#define MAFL_CHANNEL_RETRY_MS 50                /* at least, between reads of responses
+                                                   that failed */
+/* poll entries the channel may need: the inherited socket's end, inotify, the listening
+ * socket, the connections */
+#define MAFL_CHANNEL_POLLFDS (3 + MAFL_CHANNEL_MAX_CONNS)
 
 struct channel;
 
@@ -27,15 +34,22 @@ struct channel_opts {
 	unsigned long long max_calls; /* 0: no launcher budget */
 };
 
-/* Creates the channel of a run whose R/host_tools is open as host_tools_fd. *program_fd is
- * the end the program inherits (not close-on-exec); the caller closes it after the fork.
- * Returns 0, or a negative errno. */
+/* Creates the channel of a run whose R/host_tools is open as host_tools_fd (borrowed; open
+ * until channel_free): the socket pair whose *program_fd end the program inherits (not
+ * close-on-exec; the caller closes it after the fork), and the socket listening at
+ * R/host_tools/channel.sock (mode 0660; a name left there by an earlier run is removed
+ * first, never followed), which serves only the supervisor's descendants (through /proc).
+ * A socket that cannot be made is no failure: the channel goes on without it. Returns 0,
+ * or a negative errno. */
 int channel_open(struct channel **out, int host_tools_fd, const struct channel_opts *opts,
 		 int *program_fd);
-/* Fills pf (room for MAFL_CHANNEL_POLLFDS) with what the channel waits on; returns the
- * count. */
-int channel_pollfds(struct channel *c, struct pollfd *pf);
-/* Handles the events poll() returned for the entries channel_pollfds filled. */
+/* Fills pf (room for MAFL_CHANNEL_POLLFDS) with what the channel waits on and returns the
+ * count; *timeout_ms is how long poll() may wait before channel_handle must run even
+ * without an event (-1: no limit, 0: work is waiting). */
+int channel_pollfds(struct channel *c, struct pollfd *pf, int *timeout_ms);
+/* Handles the events poll() returned for the entries channel_pollfds filled, and the work
+ * left waiting; call it after every poll(), events or not. Its work per call is bounded,
+ * whatever the program does: what is left waits for the next call. */
 void channel_handle(struct channel *c, const struct pollfd *pf, int n);
 /* Answers (values and refusals) relayed to their caller's connection so far. */
 long long channel_calls(const struct channel *c);
@@ -43,13 +57,41 @@ long long channel_calls(const struct channel *c);
  * the answer had not come when the program ended), ascending, at most max into ids. Returns
  * the count. */
 int channel_undelivered(const struct channel *c, long *ids, int max);
-/* Closes every descriptor; outstanding calls are dropped. NULL is a no-op. */
+/* Closes every descriptor and removes channel.sock if it is still the one channel_open
+ * made; outstanding calls are dropped. NULL is a no-op. */
 void channel_free(struct channel *c);
 
 /* Client side, for `maf-launch call` and tests: opens a private connection through the
  * channel socket chan_fd (a socketpair end sent with SCM_RIGHTS). Returns the connection's
  * descriptor, or -1 with errno set. */
 int channel_connect(int chan_fd);
+/* Client side: opens a connection to the listening socket at path (MAF_HOST_TOOLS_SOCKET),
+ * one longer than a socket address holds included (through its directory). Returns the
+ * connection's descriptor, or -1 with errno set. */
+int channel_connect_path(const char *path);
+
+/* A response file as a look at it found it: a response that could not be taken is not
+ * read again while its file still matches. */
+struct channel_file_state {
+	uint64_t dev, ino;
+	int64_t size;
+	int64_t mtime_sec, mtime_nsec, ctime_sec, ctime_nsec;
+};
+/* Fills fs from st. */
+void channel_file_state_of(struct channel_file_state *fs, const struct stat *st);
+
+enum channel_look {
+	CHANNEL_LOOK_NOW,       /* read the response */
+	CHANNEL_LOOK_SKIP,      /* unchanged since it failed: wait for the next event */
+	CHANNEL_LOOK_LATER,     /* it failed before: nothing until retry_at_ms */
+};
+/* What to do about a call's response that an event named. failed: the file as the last
+ * look that could not take it found it, NULL if none failed; cur: the file now, NULL if it
+ * cannot be stat'ed (a look then costs an open that fails); retry_at_ms: no response that
+ * failed before is read again before it. Pure. */
+enum channel_look channel_look_decide(const struct channel_file_state *failed,
+				      const struct channel_file_state *cur, long long now_ms,
+				      long long retry_at_ms);
 
 /* Checks one call line (without its newline) and splits it. On success returns 0 with
  * *id (a string or number, owned by *root), *name and *arguments (borrowed from *root; an

@@ -301,8 +301,8 @@ char **run_build_env(char *const *env, const char *run_dir)
 		/* The channel variables of an enclosing run are not this run's. */
 		if (env_is(env[i], "PYTHONPATH") || env_is(env[i], "PYTHONUNBUFFERED") ||
 		    env_is(env[i], "PYTHONNOUSERSITE") || env_is(env[i], "MAF_HOST_TOOLS_FD") ||
-		    env_is(env[i], "MAF_HOST_TOOLS") || env_is(env[i], "TMPDIR") ||
-		    env_is(env[i], "TMP") || env_is(env[i], "TEMP"))
+		    env_is(env[i], "MAF_HOST_TOOLS_SOCKET") || env_is(env[i], "MAF_HOST_TOOLS") ||
+		    env_is(env[i], "TMPDIR") || env_is(env[i], "TMP") || env_is(env[i], "TEMP"))
 			continue;
 		newenv[out++] = env[i];
 	}

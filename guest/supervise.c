@@ -557,23 +557,27 @@ static int await_exec(struct sup *s, int msg_r, struct child_msg *fail)
 	}
 }
 
-/* The run's environment plus MAF_HOST_TOOLS_FD and MAF_HOST_TOOLS, in the launch arena
- * (util.h). NULL on ENOMEM. */
-static char **channel_env(char **envp, int fd, char **tools)
+/* The run's environment plus MAF_HOST_TOOLS_FD, MAF_HOST_TOOLS_SOCKET and MAF_HOST_TOOLS, in
+ * the launch arena (util.h). NULL on ENOMEM. */
+static char **channel_env(char **envp, int fd, char **tools, const char *run_dir)
 {
 	size_t n = 0, len = 1, i;
-	char **out, *list, *fd_var;
-	int fd_len;
+	char **out, *list, *fd_var, *sock_var;
+	int fd_len, sock_len;
 
 	while (envp[n])
 		n++;
 	for (i = 0; tools && tools[i]; i++)
 		len += strlen(tools[i]) + 1;
 	fd_len = snprintf(NULL, 0, "%s=%d", MAFL_CHANNEL_FD_ENV, fd) + 1;
-	out = mafl_arena_calloc(n + 3, sizeof(*out));
+	sock_len = snprintf(NULL, 0, "%s=%s/%s/%s", MAFL_CHANNEL_SOCKET_ENV, run_dir,
+			    MAFP_DIR_HOST_TOOLS, MAFP_FILE_CHANNEL_SOCKET) + 1;
+	out = mafl_arena_calloc(n + 4, sizeof(*out));
 	list = mafl_arena_calloc(strlen(MAFL_CHANNEL_TOOLS_ENV "=") + len, 1);
 	fd_var = mafl_arena_calloc((size_t)fd_len, 1);
-	if (!out || !list || !fd_var) {
+	sock_var = mafl_arena_calloc((size_t)sock_len, 1);
+	if (!out || !list || !fd_var || !sock_var) {
+		mafl_arena_free(sock_var);
 		mafl_arena_free(fd_var);
 		mafl_arena_free(list);
 		mafl_arena_free(out);
@@ -581,6 +585,8 @@ static char **channel_env(char **envp, int fd, char **tools)
 	}
 	memcpy(out, envp, n * sizeof(*out));
 	snprintf(fd_var, (size_t)fd_len, "%s=%d", MAFL_CHANNEL_FD_ENV, fd);
+	snprintf(sock_var, (size_t)sock_len, "%s=%s/%s/%s", MAFL_CHANNEL_SOCKET_ENV, run_dir,
+		 MAFP_DIR_HOST_TOOLS, MAFP_FILE_CHANNEL_SOCKET);
 	strcpy(list, MAFL_CHANNEL_TOOLS_ENV "=");
 	for (i = 0; tools && tools[i]; i++) {
 		if (i)
@@ -588,7 +594,8 @@ static char **channel_env(char **envp, int fd, char **tools)
 		strcat(list, tools[i]);
 	}
 	out[n] = fd_var;
-	out[n + 1] = list;
+	out[n + 1] = sock_var;
+	out[n + 2] = list;
 	return out;
 }
 
@@ -726,7 +733,7 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 		_exit(1);
 	}
 	rc = channel_open(&ch, d->host_tools, &copts, &chan_fd);
-	envp = rc == 0 ? channel_env(o->envp, chan_fd, o->tools) : NULL;
+	envp = rc == 0 ? channel_env(o->envp, chan_fd, o->tools, o->run_dir) : NULL;
 	if (!envp) {
 		send_report(report_fd, MAFP_EXIT_LAUNCHER, "cannot open the call channel: %s",
 			    strerror(rc < 0 ? -rc : ENOMEM));
@@ -799,9 +806,11 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 			{.fd = tfd, .events = POLLIN},
 			{.fd = out_open ? s.out_r : -1, .events = POLLIN},
 		};
-		int nch = channel_pollfds(ch, pf + 3);
+		int wait, nch = channel_pollfds(ch, pf + 3, &wait);
 
-		if (poll(pf, (nfds_t)(3 + nch), -1) < 0) {
+		/* Each turn does bounded work (the output relay, the channel), so the signals and
+		 * the timer are seen at the next turn whatever the program floods us with. */
+		if (poll(pf, (nfds_t)(3 + nch), wait) < 0) {
 			if (errno == EINTR)
 				continue;
 			break;

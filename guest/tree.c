@@ -41,6 +41,87 @@ int mafl_parse_stat_ppid(const char *buf, size_t len, pid_t *ppid)
 	return 0;
 }
 
+/* The parent pid in the stat file of the /proc/PID directory open as dir. */
+static int dir_ppid(int dir, pid_t *ppid)
+{
+	char buf[1024];
+	ssize_t n;
+	int fd = openat(dir, "stat", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	n = read_full(fd, buf, sizeof(buf));
+	close(fd);
+	if (n <= 0)
+		return -1;
+	return mafl_parse_stat_ppid(buf, (size_t)n, ppid);
+}
+
+static int open_pid_dir(int procfd, pid_t pid)
+{
+	char name[16];
+
+	snprintf(name, sizeof(name), "%d", (int)pid);
+	return openat(procfd, name, O_PATH | O_DIRECTORY | O_CLOEXEC);
+}
+
+#define WALK_AGAIN (-1)
+
+/* One walk up from pid: 1 found, 0 not, WALK_AGAIN when a link moved under it. A directory
+ * of /proc stays with its process: once that process is reaped, reading through it fails
+ * rather than read another's. A child names its parent until the parent has exited (the
+ * kernel hands the children on before the parent's pid is freed), so when the child still
+ * names the parent after the parent's directory was opened, the directory is the parent's
+ * and not that of a process that took its pid meanwhile. */
+static int walk_up(int procfd, pid_t pid, pid_t ancestor)
+{
+	int dir = open_pid_dir(procfd, pid), depth, rc = 0;
+
+	if (dir < 0)
+		return 0;
+	for (depth = 0; depth < MAFL_TREE_DEPTH_MAX; depth++) {
+		pid_t ppid, again;
+		int up;
+
+		if (dir_ppid(dir, &ppid) < 0) {
+			/* pid itself gone, or a parent already passed its children on */
+			rc = depth ? WALK_AGAIN : 0;
+			break;
+		}
+		if (ppid == ancestor) {
+			rc = 1;
+			break;
+		}
+		if (ppid <= 0)
+			break;	/* the top of the tree */
+		up = open_pid_dir(procfd, ppid);
+		if (up < 0 || dir_ppid(dir, &again) < 0 || again != ppid) {
+			if (up >= 0)
+				close(up);
+			rc = WALK_AGAIN;
+			break;
+		}
+		close(dir);
+		dir = up;
+	}
+	close(dir);
+	return rc;
+}
+
+int mafl_tree_descends(int procfd, pid_t pid, pid_t ancestor)
+{
+	int tries, rc = 0;
+
+	if (pid <= 0 || ancestor <= 0 || pid == ancestor)
+		return 0;
+	for (tries = 0; tries < 3; tries++) {
+		rc = walk_up(procfd, pid, ancestor);
+		if (rc != WALK_AGAIN)
+			return rc;
+	}
+	return 0;
+}
+
 struct proc_ent {
 	pid_t pid, ppid;
 	int mark;

@@ -12,4 +12,15 @@ int mafl_tree_signal(pid_t root, int sig);
  * name, which may itself hold spaces and parentheses). Returns 0, or -1 if malformed. */
 int mafl_parse_stat_ppid(const char *buf, size_t len, pid_t *ppid);
 
+/* Parent links mafl_tree_descends follows at most: a process nested deeper is not found. */
+#define MAFL_TREE_DEPTH_MAX 64
+
+/* Whether pid is a descendant of ancestor (not ancestor itself), following the parent pids
+ * in procfd (a descriptor of /proc) at most MAFL_TREE_DEPTH_MAX links up. A parent that
+ * exits during the walk cannot lead it astray through a reused pid (each link is checked
+ * still in place once the parent's directory is open); the walk then starts over, a few
+ * times at most. The pid itself is the caller's to pin (a pidfd checked live afterwards).
+ * Returns 1 or 0; 0 also when /proc cannot tell. */
+int mafl_tree_descends(int procfd, pid_t pid, pid_t ancestor);
+
 #endif

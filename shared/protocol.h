@@ -25,6 +25,9 @@
 #define MAFP_DIR_CALLS "host_tool_calls"
 /* Ours, additive: the rich exit record, written before the legacy exit marker. */
 #define MAFP_FILE_EXIT_RECORD "program_exit.json"
+/* Ours: the call channel's listening socket, for the run's processes without the inherited
+ * descriptor. */
+#define MAFP_FILE_CHANNEL_SOCKET "channel.sock"
 /* Markers are staged under NAME.part and renamed into place. */
 #define MAFP_PART_SUFFIX ".part"
 

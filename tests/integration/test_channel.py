@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (HOST_TOOLS, LAUNCHER, exit_record, launch, launcher_is_static, probe,
-                      wait_exit)
+from conftest import (HOST_TOOLS, LAUNCHER, exit_record, launch, launch_info,
+                      launcher_is_static, probe, wait_exit)
 
 CALLS = "host_tool_calls"
 
@@ -98,10 +98,12 @@ class Responder(threading.Thread):
 
 
 def run_served(run_dir, program, opts=(), torn=False, timeout=60, keep_links=False):
-    """Launches PROGRAM with a responder; returns (exit record, output text, responder)."""
+    """Launches PROGRAM with a responder; returns (exit record, output text, responder),
+    the launch line in responder.launch."""
     r = Responder(run_dir, torn=torn, keep_links=keep_links)
     proc = launch(run_dir, *program, opts=opts)
     assert proc.returncode == 0, proc.stderr
+    r.launch = launch_info(proc)
     r.start()
     wait_exit(run_dir, timeout=timeout)
     r.stop.set()
@@ -373,3 +375,176 @@ def test_launcher_stays_small(launcher):
         pytest.skip("the sanitizer build is not the one shipped; make test checks the size")
     # The issue's ceiling for the stripped static launcher.
     assert os.path.getsize(launcher) <= 200 * 1024
+
+
+# The second way in: R/host_tools/channel.sock (MAF_HOST_TOOLS_SOCKET), for the run's
+# processes that do not hold the inherited descriptor.
+
+def test_a_child_without_the_descriptor_calls_through_the_socket(run_dir):
+    # Python's subprocess closes every descriptor it was not told of (close_fds=True, its
+    # default), the channel's among them; and a caller may drop the variable itself.
+    ml = str(LAUNCHER)
+    rec, out, r = run_served(run_dir, py(
+        'import subprocess\n'
+        f'ml = {ml!r}\n'
+        'a = subprocess.run([ml, "call", "add", \'{"a": 1, "b": 2}\'], close_fds=True,'
+        ' capture_output=True)\n'
+        'env = {k: v for k, v in os.environ.items() if k != "MAF_HOST_TOOLS_FD"}\n'
+        'b = subprocess.run([ml, "call", "add", \'{"a": 3, "b": 4}\'], env=env,'
+        ' capture_output=True)\n'
+        'print(json.dumps([os.environ["MAF_HOST_TOOLS_SOCKET"], a.returncode, a.stdout.decode(),'
+        ' a.stderr.decode(), b.returncode, b.stdout.decode(), b.stderr.decode()]))\n'))
+    path, arc, aout, aerr, brc, bout, berr = json.loads(out)
+    assert path == str(run_dir / HOST_TOOLS / "channel.sock")
+    assert (arc, aout, aerr) == (0, "3\n", "")
+    assert (brc, bout, berr) == (0, "7\n", "")
+    assert rec["calls"] == 2
+    # The socket goes with the run.
+    assert not (run_dir / HOST_TOOLS / "channel.sock").exists()
+
+
+def test_a_daemon_of_the_run_calls_through_the_socket(run_dir):
+    # Double-forked: its parent has exited, so the supervisor (the run's child subreaper) is
+    # its parent now, and it is still one of the run's processes.
+    ml = str(LAUNCHER)
+    rec, out, r = run_served(run_dir, py(
+        'import subprocess, time\n'
+        'rd, wr = os.pipe()\n'
+        'if os.fork() == 0:\n'
+        '    middle = os.getpid()\n'
+        '    if os.fork() == 0:\n'
+        '        os.close(rd)\n'
+        '        while os.getppid() == middle: time.sleep(0.01)\n'
+        f'        p = subprocess.run([{ml!r}, "call", "add", \'{{"a": 5, "b": 6}}\'],'
+        ' capture_output=True)\n'
+        '        os.write(wr, json.dumps([os.getppid(), p.returncode, p.stdout.decode(),'
+        ' p.stderr.decode()]).encode())\n'
+        '        os._exit(0)\n'
+        '    os._exit(0)\n'
+        'os.close(wr)\n'
+        'os.wait()\n'
+        'print(os.read(rd, 4096).decode())\n'))
+    ppid, rc, value, err = json.loads(out)
+    assert (rc, value, err) == (0, "11\n", "")
+    assert ppid == r.launch["supervisor_pid"]
+    assert rec["calls"] == 1
+
+
+def test_the_socket_refuses_outsiders(run_dir):
+    import socket
+    import stat
+
+    responder = Responder(run_dir)
+    go = run_dir / HOST_TOOLS / "go"
+    proc = launch(run_dir, *py(
+        'import time\n'
+        f'while not os.path.exists({str(go)!r}): time.sleep(0.01)\n'
+        'print(json.dumps(call("add", a=20, b=22)))\n'), opts=["--timeout", "60"])
+    assert proc.returncode == 0, proc.stderr
+    responder.start()
+    try:
+        path = run_dir / HOST_TOOLS / "channel.sock"
+        st = os.lstat(path)
+        assert stat.S_ISSOCK(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o660
+        for _ in range(3):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.settimeout(10)
+            s.connect(str(path))
+            try:
+                s.sendall(b'{"id": 1, "name": "add", "arguments": {"a": 1, "b": 1}}\n')
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            try:
+                got = s.recv(4096)
+            except ConnectionResetError:
+                got = b""
+            assert got == b""  # closed, no answer
+            s.close()
+        go.touch()
+        wait_exit(run_dir)
+    finally:
+        go.touch()  # the program waits for it, whatever happened here
+        responder.stop.set()
+        responder.join(5)
+    out = (run_dir / HOST_TOOLS / "program_output.txt").read_text()
+    assert json.loads(out) == {"id": 1, "value": 42}
+    # The outsider's calls never became requests.
+    assert [name for _, name in responder.served] == ["add"]
+    assert exit_record(run_dir)["calls"] == 1
+
+
+def test_socket_of_an_enclosing_run_and_a_stale_name_are_replaced(run_dir, tmp_path):
+    # A variable inherited from an enclosing run is not this run's; a name an earlier run
+    # left at R/host_tools/channel.sock (here a symlink to a file outside) is removed, never
+    # followed.
+    outside = tmp_path / "outside"
+    outside.write_text("keep")
+    ht = run_dir / HOST_TOOLS
+    ht.mkdir()
+    os.symlink(outside, ht / "channel.sock")
+    env = dict(os.environ, MAF_HOST_TOOLS_SOCKET="/nonexistent/channel.sock")
+    ml = str(LAUNCHER)
+    r = Responder(run_dir)
+    proc = launch(run_dir, *py(
+        'import subprocess\n'
+        f'p = subprocess.run([{ml!r}, "call", "add", \'{{"a": 1, "b": 1}}\'],'
+        ' capture_output=True)\n'
+        'print(json.dumps([os.environ["MAF_HOST_TOOLS_SOCKET"], p.stdout.decode()]))\n'),
+        env=env)
+    assert proc.returncode == 0, proc.stderr
+    r.start()
+    wait_exit(run_dir)
+    r.stop.set()
+    r.join(5)
+    out = json.loads((ht / "program_output.txt").read_text())
+    assert out == [str(ht / "channel.sock"), "2\n"]
+    assert outside.read_text() == "keep" and not (ht / "channel.sock").exists()
+
+
+def test_socket_path_longer_than_a_socket_address(tmp_path):
+    # R may be up to 1024 bytes; a socket address holds 107. The supervisor binds through
+    # R/host_tools and the client connects through its directory.
+    run_dir = tmp_path / ("d" * 100) / ("e" * 100) / "run"
+    run_dir.mkdir(parents=True)
+    ml = str(LAUNCHER)
+    rec, out, r = run_served(run_dir, py(
+        'import subprocess\n'
+        f'p = subprocess.run([{ml!r}, "call", "add", \'{{"a": 2, "b": 2}}\'],'
+        ' capture_output=True)\n'
+        'print(json.dumps([len(os.environ["MAF_HOST_TOOLS_SOCKET"]), p.returncode,'
+        ' p.stdout.decode(), p.stderr.decode()]))\n'))
+    n, rc, value, err = json.loads(out)
+    assert n > 200 and (rc, value, err) == (0, "4\n", "")
+
+
+def test_call_with_neither_way_in_names_both(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MAF_HOST_TOOLS")}
+    env["MAF_HOST_TOOLS_SOCKET"] = str(tmp_path / "absent.sock")
+    p = subprocess.run([str(LAUNCHER), "call", "add", "{}"], capture_output=True, env=env)
+    assert p.returncode == 125
+    assert b"MAF_HOST_TOOLS_FD is not set" in p.stderr
+    assert b"cannot connect to MAF_HOST_TOOLS_SOCKET" in p.stderr
+    del env["MAF_HOST_TOOLS_SOCKET"]
+    env["MAF_HOST_TOOLS_FD"] = "0"
+    p = subprocess.run([str(LAUNCHER), "call", "add", "{}"], capture_output=True, env=env,
+                       stdin=subprocess.DEVNULL)
+    assert p.returncode == 125
+    assert b"MAF_HOST_TOOLS_SOCKET is not set" in p.stderr
+
+
+def test_a_name_the_socket_cannot_take_leaves_the_inherited_channel(run_dir):
+    # What an earlier run's program may leave at the name and the supervisor will not
+    # remove (a directory with something in it): the run goes on, the inherited
+    # descriptor serves, and a caller without it is told why the socket did not.
+    ht = run_dir / HOST_TOOLS
+    (ht / "channel.sock" / "x").mkdir(parents=True)
+    ml = str(LAUNCHER)
+    rec, out, r = run_served(run_dir, py(
+        'import subprocess\n'
+        f'p = subprocess.run([{ml!r}, "call", "add", \'{{"a": 1, "b": 1}}\'],'
+        ' capture_output=True)\n'
+        'print(json.dumps([call("add", a=2, b=3), p.returncode, p.stderr.decode()]))\n'))
+    inherited, rc, err = json.loads(out)
+    assert inherited == {"id": 1, "value": 5}
+    assert rc == 125 and "cannot connect to MAF_HOST_TOOLS_SOCKET" in err, err
+    assert (ht / "channel.sock" / "x").is_dir()

@@ -1,5 +1,7 @@
 /* Unit tests for the launcher's pure logic: the Python environment (guest/run.c), the
- * /proc/PID/stat parser (guest/tree.c) and the small parsers of guest/util.c. */
+ * /proc/PID/stat parser and the descendant check (guest/tree.c), when the channel reads a
+ * response again (guest/channel.c) and the small parsers of guest/util.c. */
+#include <fcntl.h>
 #include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -8,10 +10,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
+#include "channel.h"
 #include "run.h"
 #include "tree.h"
 #include "util.h"
@@ -251,6 +257,28 @@ static void test_build_env_run_dir_prefix(void **state)
 	env_free(env);
 }
 
+static void test_build_env_drops_an_enclosing_runs_channel(void **state)
+{
+	char *in[] = {
+		"MAF_HOST_TOOLS_FD=14",
+		"MAF_HOST_TOOLS_SOCKET=/outer/host_tools/channel.sock",
+		"MAF_HOST_TOOLS=add",
+		"MAF_HOST_TOOLS_SOCKETX=keep",
+		NULL,
+	};
+	char **env;
+
+	(void)state;
+	env = run_build_env(in, R);
+	assert_non_null(env);
+	assert_int_equal(env_prefix_count(env, "MAF_HOST_TOOLS_FD="), 0);
+	assert_int_equal(env_prefix_count(env, "MAF_HOST_TOOLS_SOCKET="), 0);
+	assert_int_equal(env_prefix_count(env, "MAF_HOST_TOOLS="), 0);
+	env_index(env, "MAF_HOST_TOOLS_SOCKETX=keep");
+	assert_int_equal(env_count(env), 3 + 1);
+	env_free(env);
+}
+
 /* ----------------------------------------------------------------------------------------- */
 /* mafl_parse_stat_ppid */
 
@@ -363,6 +391,193 @@ static void test_stat_ppid_real(void **state)
 	assert_true(n > 0);
 	assert_int_equal(mafl_parse_stat_ppid(buf, (size_t)n, &ppid), 0);
 	assert_int_equal(ppid, getppid());
+}
+
+/* ----------------------------------------------------------------------------------------- */
+/* mafl_tree_descends */
+
+/* A /proc of our own making: DIR/PID/stat for each process, with the text given. */
+struct fake_proc {
+	char dir[64];
+	int fd;
+};
+
+static void fake_proc_open(struct fake_proc *fp)
+{
+	snprintf(fp->dir, sizeof(fp->dir), "/tmp/maf-fake-proc-XXXXXX");
+	assert_non_null(mkdtemp(fp->dir));
+	fp->fd = open(fp->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(fp->fd >= 0);
+}
+
+static void fake_proc_add(struct fake_proc *fp, int pid, const char *comm, int ppid)
+{
+	char path[128], text[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%d", fp->dir, pid);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/%d/stat", fp->dir, pid);
+	snprintf(text, sizeof(text), "%d (%s) S %d %d 0 0\n", pid, comm, ppid, pid);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void fake_proc_close(struct fake_proc *fp)
+{
+	char cmd[128];
+
+	close(fp->fd);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", fp->dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+static void test_tree_descends_fake(void **state)
+{
+	struct fake_proc fp;
+	int i;
+
+	(void)state;
+	fake_proc_open(&fp);
+	fake_proc_add(&fp, 1, "init", 0);
+	fake_proc_add(&fp, 10, "supervisor", 1);
+	fake_proc_add(&fp, 20, "program", 10);
+	fake_proc_add(&fp, 30, "sh", 20);
+	fake_proc_add(&fp, 31, "daemon", 10);	/* its parent has exited: the subreaper's */
+	fake_proc_add(&fp, 40, "outsider", 1);
+	/* A name made to look like a parent link: the last ')' ends the name. */
+	fake_proc_add(&fp, 41, "x) S 10 10 0 0 (", 1);
+	fake_proc_add(&fp, 50, "loop", 51);
+	fake_proc_add(&fp, 51, "loop", 50);
+	fake_proc_add(&fp, 60, "orphan", 61);	/* 61 is gone: the walk cannot go on */
+	assert_int_equal(mafl_tree_descends(fp.fd, 20, 10), 1);
+	assert_int_equal(mafl_tree_descends(fp.fd, 30, 10), 1);
+	assert_int_equal(mafl_tree_descends(fp.fd, 31, 10), 1);
+	assert_int_equal(mafl_tree_descends(fp.fd, 30, 20), 1);
+	assert_int_equal(mafl_tree_descends(fp.fd, 10, 10), 0);	/* not itself */
+	assert_int_equal(mafl_tree_descends(fp.fd, 10, 20), 0);	/* nor its parent */
+	assert_int_equal(mafl_tree_descends(fp.fd, 20, 30), 0);
+	assert_int_equal(mafl_tree_descends(fp.fd, 40, 10), 0);
+	assert_int_equal(mafl_tree_descends(fp.fd, 41, 10), 0);
+	assert_int_equal(mafl_tree_descends(fp.fd, 50, 10), 0);	/* bounded */
+	assert_int_equal(mafl_tree_descends(fp.fd, 60, 10), 0);
+	assert_int_equal(mafl_tree_descends(fp.fd, 99, 10), 0);	/* no such process */
+	assert_int_equal(mafl_tree_descends(fp.fd, 0, 10), 0);
+	assert_int_equal(mafl_tree_descends(fp.fd, -20, 10), 0);
+	assert_int_equal(mafl_tree_descends(fp.fd, 20, 0), 0);
+	assert_int_equal(mafl_tree_descends(-1, 20, 10), 0);	/* no /proc */
+	/* A chain as deep as the walk goes is found; one link deeper is not. */
+	for (i = 0; i < MAFL_TREE_DEPTH_MAX; i++)
+		fake_proc_add(&fp, 1000 + i, "deep", i ? 1000 + i - 1 : 10);
+	assert_int_equal(mafl_tree_descends(fp.fd, 1000 + MAFL_TREE_DEPTH_MAX - 1, 10), 1);
+	fake_proc_add(&fp, 1000 + MAFL_TREE_DEPTH_MAX, "deeper", 1000 + MAFL_TREE_DEPTH_MAX - 1);
+	assert_int_equal(mafl_tree_descends(fp.fd, 1000 + MAFL_TREE_DEPTH_MAX, 10), 0);
+	fake_proc_close(&fp);
+}
+
+static void test_tree_descends_real(void **state)
+{
+	int procfd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int ready[2], hold[2], was_subreaper = 0;
+	pid_t child, grandchild = 0;
+	char c;
+
+	(void)state;
+	if (procfd < 0)
+		skip();
+	assert_int_equal(mafl_tree_descends(procfd, getpid(), getppid()), 1);
+	assert_int_equal(mafl_tree_descends(procfd, getppid(), getpid()), 0);
+	assert_int_equal(mafl_tree_descends(procfd, getpid(), getpid()), 0);
+	/* As the supervisor is: the subreaper, so a daemon whose parent exited is still ours. */
+	assert_int_equal(prctl(PR_GET_CHILD_SUBREAPER, &was_subreaper, 0, 0, 0), 0);
+	assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), 0);
+	assert_int_equal(pipe(ready), 0);
+	assert_int_equal(pipe(hold), 0);
+	child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		pid_t middle = getpid(), g = fork();
+
+		if (g == 0) {
+			pid_t me = getpid();
+
+			close(ready[0]);
+			close(hold[1]);
+			while (getppid() == middle)
+				usleep(1000);
+			(void)!write(ready[1], &me, sizeof(me));
+			(void)!read(hold[0], &c, 1);
+			_exit(0);
+		}
+		_exit(g > 0 ? 0 : 1);
+	}
+	close(ready[1]);
+	close(hold[0]);
+	assert_int_equal(waitpid(child, NULL, 0), child);
+	assert_int_equal(read(ready[0], &grandchild, sizeof(grandchild)), sizeof(grandchild));
+	assert_int_equal(mafl_tree_descends(procfd, grandchild, getpid()), 1);
+	assert_int_equal(mafl_tree_descends(procfd, grandchild, getppid()), 1);
+	assert_int_equal(mafl_tree_descends(procfd, getpid(), grandchild), 0);
+	close(hold[1]);
+	assert_int_equal(waitpid(grandchild, NULL, 0), grandchild);
+	/* Gone: nothing to find. */
+	assert_int_equal(mafl_tree_descends(procfd, grandchild, getpid()), 0);
+	close(ready[0]);
+	prctl(PR_SET_CHILD_SUBREAPER, was_subreaper, 0, 0, 0);
+	close(procfd);
+}
+
+/* ----------------------------------------------------------------------------------------- */
+/* channel_look_decide */
+
+static void test_look_decide(void **state)
+{
+	struct channel_file_state seen = {.dev = 1, .ino = 2, .size = 3, .mtime_sec = 4,
+					  .mtime_nsec = 5, .ctime_sec = 6, .ctime_nsec = 7};
+	struct channel_file_state cur = seen;
+	struct stat st;
+
+	(void)state;
+	/* No look failed yet: read at once, whatever the time. */
+	assert_int_equal(channel_look_decide(NULL, &cur, 0, 1000), CHANNEL_LOOK_NOW);
+	assert_int_equal(channel_look_decide(NULL, NULL, 0, 1000), CHANNEL_LOOK_NOW);
+	/* Failed before: nothing until retry_at, changed or not. */
+	assert_int_equal(channel_look_decide(&seen, &cur, 999, 1000), CHANNEL_LOOK_LATER);
+	cur.size++;
+	assert_int_equal(channel_look_decide(&seen, &cur, 999, 1000), CHANNEL_LOOK_LATER);
+	/* Then: the same file is skipped, any difference is read. */
+	cur = seen;
+	assert_int_equal(channel_look_decide(&seen, &cur, 1000, 1000), CHANNEL_LOOK_SKIP);
+	assert_int_equal(channel_look_decide(&seen, &cur, 5000, 1000), CHANNEL_LOOK_SKIP);
+#define CHANGED(field) do { \
+		cur = seen; \
+		cur.field++; \
+		assert_int_equal(channel_look_decide(&seen, &cur, 1000, 1000), CHANNEL_LOOK_NOW); \
+	} while (0)
+	CHANGED(dev);
+	CHANGED(ino);
+	CHANGED(size);
+	CHANGED(mtime_sec);
+	CHANGED(mtime_nsec);
+	CHANGED(ctime_sec);
+	CHANGED(ctime_nsec);
+#undef CHANGED
+	/* Gone (or not stat-able): a look, which costs an open that fails. */
+	assert_int_equal(channel_look_decide(&seen, NULL, 1000, 1000), CHANNEL_LOOK_NOW);
+	/* From a stat, every field. */
+	memset(&st, 0, sizeof(st));
+	st.st_dev = 11;
+	st.st_ino = 12;
+	st.st_size = 13;
+	st.st_mtim.tv_sec = 14;
+	st.st_mtim.tv_nsec = 15;
+	st.st_ctim.tv_sec = 16;
+	st.st_ctim.tv_nsec = 17;
+	channel_file_state_of(&cur, &st);
+	assert_true(cur.dev == 11 && cur.ino == 12 && cur.size == 13 && cur.mtime_sec == 14 &&
+		    cur.mtime_nsec == 15 && cur.ctime_sec == 16 && cur.ctime_nsec == 17);
 }
 
 /* ----------------------------------------------------------------------------------------- */
@@ -585,10 +800,14 @@ int main(void)
 		cmocka_unit_test(test_build_env_without_pythonpath),
 		cmocka_unit_test(test_build_env_overrides_python_settings),
 		cmocka_unit_test(test_build_env_run_dir_prefix),
+		cmocka_unit_test(test_build_env_drops_an_enclosing_runs_channel),
 		cmocka_unit_test(test_stat_ppid_plain),
 		cmocka_unit_test(test_stat_ppid_hostile_names),
 		cmocka_unit_test(test_stat_ppid_malformed),
 		cmocka_unit_test(test_stat_ppid_real),
+		cmocka_unit_test(test_tree_descends_fake),
+		cmocka_unit_test(test_tree_descends_real),
+		cmocka_unit_test(test_look_decide),
 		cmocka_unit_test(test_parse_seconds_ms),
 		cmocka_unit_test(test_parse_u64),
 		cmocka_unit_test(test_parse_u64_small_max),
