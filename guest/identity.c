@@ -245,6 +245,12 @@ int mafl_identity_lend_dirs(const struct mafl_identity *id, const struct run_dir
 		rc = -1;
 		goto out;
 	}
+	/* The channel's socket, for a process of the run without the inherited descriptor:
+	 * connecting takes write permission on it (0660), the run's group's alone. */
+	if (fchownat(d->host_tools, MAFP_FILE_CHANNEL_SOCKET, (uid_t)-1, id->gid,
+		     AT_SYMLINK_NOFOLLOW) < 0 && errno != ENOENT) {
+		/* without it the inherited channel still serves; nothing to undo */
+	}
 	lend_tree(work, work_st.st_dev, id->uid, id->gid, 0, &budget);
 out:
 	close(tmp);

@@ -68,6 +68,10 @@ def abstract():
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.connect("\0maf-victim-%%d" %% VPID)
 attempt("abstract_socket", abstract)
+def channel():
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(V + "/host_tools/channel.sock")
+attempt("channel_socket", channel)
 attempt("kill_program", lambda: os.kill(VPID, 9))
 attempt("kill_supervisor", lambda: os.kill(VSUP, 9))
 attempt("environ", lambda: open("/proc/%%d/environ" %% VPID).read())
@@ -77,7 +81,7 @@ report()
     assert r is not None, proc.stderr
     denied(r, "list", "read_secret", "read_shim", "write_shim", "write_work",
            "write_request", "read_output", "read_shm", "unlink_shm", "kill_program",
-           "kill_supervisor", "environ", "cwd")
+           "kill_supervisor", "environ", "cwd", "channel_socket")
     assert r["abstract_socket"] in ("EPERM", "ECONNREFUSED"), r
     assert (run / "host_tools" / "maf_host_tools.py").read_text() == "# the victim's shim\n"
     assert not (run / "work" / "planted").exists()

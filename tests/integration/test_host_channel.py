@@ -36,6 +36,17 @@ def test_channel_and_legacy_files_served_by_the_same_host(host):
     assert rep["record"]["calls"] == 1
 
 
+def test_a_child_without_the_descriptor_calls_through_the_socket(host):
+    # subprocess closes every descriptor but stdio by default: the shim in the child finds
+    # the inherited channel gone and connects to R/host_tools/channel.sock instead.
+    proc, rep = host_run("subprocess_calls.py", *ADD)
+    assert proc.returncode == 0, (proc.stderr, rep and rep["output"])
+    assert output_lines(rep)[-1] == {"children": [1, 2, 3]}
+    assert rep["calls"] == 3
+    # Through the channel, not the shim's own files: the launcher's record counts them.
+    assert rep["record"]["calls"] == 3
+
+
 def test_shim_call_timeout_is_a_refusal(host):
     # The shim's CALL_TIMEOUT bounds each call on the channel too: a tool that never answers
     # gives the program a HostToolError it can catch, and the run still ends.

@@ -68,7 +68,28 @@ def _channel_fd():
     return int(value) if value.isdigit() else None
 
 
+def _inherited_channel():
+    # The descriptor the launcher passed, if this process still holds it: a child started
+    # with close_fds (subprocess's default) has lost it, and the number may name another
+    # file now, so only a unix SEQPACKET socket counts.
+    fd = _channel_fd()
+    if fd is None:
+        return None
+    try:
+        s = _socket.socket(fileno=_os.dup(fd))
+    except OSError:
+        return None
+    try:
+        ok = (s.family == _socket.AF_UNIX and
+              s.getsockopt(_socket.SOL_SOCKET, _socket.SO_TYPE) == _socket.SOCK_SEQPACKET)
+    finally:
+        s.close()
+    return fd if ok else None
+
+
 _CHANNEL_FD = _channel_fd()
+# The channel's socket in the run directory, for a process without the descriptor.
+_CHANNEL_PATH = _os.environ.get("MAF_HOST_TOOLS_SOCKET") or None
 _local = _threading.local()
 _ids = _itertools.count(1)
 
@@ -89,16 +110,27 @@ def _connection():
     conn = getattr(_local, "conn", None)
     if conn is not None:
         return conn
-    chan = _socket.socket(fileno=_os.dup(_CHANNEL_FD))
-    try:
-        mine, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    fd = _inherited_channel()
+    if fd is not None:
+        chan = _socket.socket(fileno=_os.dup(fd))
         try:
-            chan.sendmsg([b"connect"], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS,
-                                           _array.array("i", [theirs.fileno()]))])
+            mine, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM)
+            try:
+                chan.sendmsg([b"connect"], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS,
+                                               _array.array("i", [theirs.fileno()]))])
+            finally:
+                theirs.close()
         finally:
-            theirs.close()
-    finally:
-        chan.close()
+            chan.close()
+    elif _CHANNEL_PATH is None:
+        raise OSError("the channel's descriptor is gone and there is no socket to use")
+    else:
+        mine = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        try:
+            mine.connect(_CHANNEL_PATH)
+        except OSError:
+            mine.close()
+            raise
     # A blocking socket: a send is one system call, its timeout kept by the kernel
     # (EAGAIN when it passes). The answer is awaited with poll, which, unlike a receive
     # blocked in the kernel, is not woken when the launcher reads the call (that makes
@@ -149,7 +181,7 @@ def _call_channel(conn, name, arguments):
 
 def call(name, /, **arguments):
     """Calls the host tool `name` with keyword arguments and returns its value."""
-    if _CHANNEL_FD is not None:
+    if _CHANNEL_FD is not None or _CHANNEL_PATH is not None:
         try:
             conn = _connection()
         except OSError:

@@ -80,11 +80,12 @@ elif mode == "timeout":
     except HostToolError as e:
         print(json.dumps({"refusal": str(e)}))
 elif mode == "mixed":
-    # A channel call, then a legacy call from a thread that lost the channel variable's
-    # meaning: the shim falls back to the files when the descriptor is gone.
+    # A channel call, then legacy calls: the shim falls back to the files when the
+    # descriptor is gone and it has no socket to reach the channel by either.
     check(1, 1)
     fd = int(os.environ["MAF_HOST_TOOLS_FD"])
     os.close(fd)
+    maf_host_tools._CHANNEL_PATH = None
     maf_host_tools._local.conn = None
     check(2, 2)
     try:
