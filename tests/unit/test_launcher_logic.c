@@ -275,7 +275,7 @@ static void test_build_env_drops_an_enclosing_runs_channel(void **state)
 	assert_int_equal(env_prefix_count(env, "MAF_HOST_TOOLS_SOCKET="), 0);
 	assert_int_equal(env_prefix_count(env, "MAF_HOST_TOOLS="), 0);
 	env_index(env, "MAF_HOST_TOOLS_SOCKETX=keep");
-	assert_int_equal(env_count(env), 3 + 1);
+	assert_int_equal(env_count(env), 3 + 1 + 3);
 	env_free(env);
 }
 
