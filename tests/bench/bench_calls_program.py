@@ -8,8 +8,9 @@ Paths, each timed call by call (time.perf_counter_ns around the call):
                   thread, newline-delimited JSON)
   channel-client  the CLIENT of tests/integration/test_channel.py, copied: a connection of
                   its own per call (socketpair + SCM_RIGHTS), one call on it
-  legacy-files    the generated shim loaded a second time with MAF_HOST_TOOLS_FD unset: the
-                  upstream behaviour (claim, .part + rename, poll the response every 0.05 s)
+  legacy-files    the generated shim loaded a second time with MAF_HOST_TOOLS_FD and
+                  MAF_HOST_TOOLS_SOCKET unset: the upstream behaviour (claim, .part +
+                  rename, poll the response every 0.05 s)
 The channel and legacy calls alternate in ROUNDS blocks, so both see the same machine. A
 legacy block leaves the machine all but idle for a second or more (its calls sleep in 50 ms
 polls), and on a VM the calls that follow an idle spell are slower until the machine is busy
@@ -50,16 +51,18 @@ def client_call(name, cid=1, **arguments):
 
 
 def legacy_shim():
-    """The shim module again, imported with MAF_HOST_TOOLS_FD unset: it takes the files."""
-    saved = os.environ.pop("MAF_HOST_TOOLS_FD")
+    """The shim module again, imported with MAF_HOST_TOOLS_FD and MAF_HOST_TOOLS_SOCKET
+    unset: it takes the files."""
+    saved = {k: os.environ.pop(k) for k in ("MAF_HOST_TOOLS_FD", "MAF_HOST_TOOLS_SOCKET")
+             if k in os.environ}
     try:
         spec = importlib.util.spec_from_file_location("maf_host_tools_legacy",
                                                       maf_host_tools.__file__)
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
     finally:
-        os.environ["MAF_HOST_TOOLS_FD"] = saved
-    assert mod._CHANNEL_FD is None
+        os.environ.update(saved)
+    assert mod._CHANNEL_FD is None and mod._CHANNEL_PATH is None
     return mod
 
 
