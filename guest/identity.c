@@ -350,6 +350,48 @@ int mafl_identity_take(const struct mafl_identity *id, const char **step)
 	return 0;
 }
 
+/* 1 if a process that is not a zombie runs as uid, looking through /proc with raw system
+ * calls (for sweep_child); 1 also when /proc cannot be read, so the caller keeps sweeping. A
+ * process's /proc/PID belongs to its uid. */
+static int live_of_uid(uid_t uid)
+{
+	char buf[4096] __attribute__((aligned(8))), stat[256];
+	int proc = (int)sys(SYS_openat, AT_FDCWD, (long)"/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	long n;
+	int live = 0;
+
+	if (proc < 0)
+		return 1;
+	while (!live && (n = sys(SYS_getdents64, proc, (long)buf, sizeof(buf))) > 0) {
+		for (long off = 0; !live && off < n;) {
+			struct linux_dirent64 *e = (struct linux_dirent64 *)(buf + off);
+			struct stat st;
+			char path[32];
+			long fd, got;
+			char *p;
+
+			off += e->d_reclen;
+			if (e->d_name[0] < '1' || e->d_name[0] > '9' ||
+			    sys(SYS_newfstatat, proc, (long)e->d_name, (long)&st) < 0 ||
+			    st.st_uid != uid)
+				continue;
+			snprintf(path, sizeof(path), "%s/stat", e->d_name);
+			fd = sys(SYS_openat, proc, (long)path, O_RDONLY | O_CLOEXEC);
+			if (fd < 0)
+				continue;
+			got = sys(SYS_read, fd, (long)stat, sizeof(stat) - 1);
+			sys(SYS_close, fd, 0, 0);
+			if (got <= 0)
+				continue;
+			stat[got] = '\0';
+			p = strrchr(stat, ')');
+			live = p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+		}
+	}
+	sys(SYS_close, proc, 0, 0);
+	return live;
+}
+
 /* In the sweeping child (mafl_spawn_vfork: it borrows the caller's memory, so raw system
  * calls only, and it ends in _exit): takes the identity and kills all it may. */
 static int sweep_child(void *arg)
@@ -361,12 +403,15 @@ static int sweep_child(void *arg)
 	    sys(SYS_setresuid, id->uid, id->uid, id->uid) < 0)
 		_exit(255);
 	/* A process forked between two rounds is found by the next one; once kill(-1) finds
-	 * nobody, nobody of the uid is left (no one can take it up again: no_new_privs, no
+	 * nobody, or only zombies (which it still signals, and which the caller reaps after
+	 * us), nobody of the uid is left alive: no one can take it up again (no_new_privs, no
 	 * capability). */
 	for (rounds = 0; rounds < 250; rounds++) {
 		struct timespec ts = {0, 1000000};
 
-		if (sys(SYS_kill, -1, SIGKILL, 0) == -ESRCH)
+		/* Two rounds at least: a process still inside fork() when the first came may
+		 * leave a child the first did not see. */
+		if ((sys(SYS_kill, -1, SIGKILL, 0) == -ESRCH || !live_of_uid(id->uid)) && rounds)
 			_exit(rounds);
 		sys(SYS_nanosleep, (long)&ts, 0, 0);
 	}
