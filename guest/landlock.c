@@ -1,6 +1,7 @@
 /* Landlock, applied just before seccomp. Debian 12's headers predate most of the ABI the
  * running kernel may have, so the structures and flags are defined here and the ABI is
  * probed at run time; each right is used only where the probed ABI has it. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -75,15 +76,18 @@ static int ll_abi(void)
 }
 
 /* Adds a rule: access beneath fd (a directory), or on it (a file: only the rights Landlock
- * takes for a file). */
-static int allow_fd(int ruleset, int fd, uint64_t access)
+ * takes for a file). is_dir is 1 or 0 when the caller knows, -1 to look. */
+static int allow_fd(int ruleset, int fd, uint64_t access, int is_dir)
 {
 	struct ll_path_beneath_attr pb;
 	struct stat st;
 
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	if (!S_ISDIR(st.st_mode))
+	if (is_dir < 0) {
+		if (fstat(fd, &st) < 0)
+			return -errno;
+		is_dir = S_ISDIR(st.st_mode);
+	}
+	if (!is_dir)
 		access &= LL_FS_FILE_RIGHTS;
 	pb.allowed_access = access;
 	pb.parent_fd = fd;
@@ -99,7 +103,7 @@ static int allow_path(int ruleset, int at, const char *path, uint64_t access)
 
 	if (fd < 0)
 		return errno == ENOENT || errno == EACCES || errno == ENOTDIR ? 0 : -errno;
-	rc = allow_fd(ruleset, fd, access);
+	rc = allow_fd(ruleset, fd, access, -1);
 	close(fd);
 	return rc;
 }
@@ -130,9 +134,13 @@ static int allow_reads(int ruleset, uint64_t read_x)
 			fd = openat(root, e->d_name, O_PATH | O_CLOEXEC);
 			if (fd < 0)
 				continue;
-			if (fstat(fd, &st) == 0 &&
-			    !(dev.st_ino && st.st_ino == dev.st_ino && st.st_dev == dev.st_dev))
-				rc = allow_fd(ruleset, fd, read_x);
+			/* A file needs no look; a directory or a symlink may be /dev again (a bind
+			 * mount of it, a link to it). */
+			if (e->d_type == DT_REG)
+				rc = allow_fd(ruleset, fd, read_x, 0);
+			else if (fstat(fd, &st) == 0 &&
+				 !(dev.st_ino && st.st_ino == dev.st_ino && st.st_dev == dev.st_dev))
+				rc = allow_fd(ruleset, fd, read_x, S_ISDIR(st.st_mode));
 			close(fd);
 		}
 	}
