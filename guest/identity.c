@@ -397,7 +397,7 @@ static int live_of_uid(uid_t uid)
 static int sweep_child(void *arg)
 {
 	const struct mafl_identity *id = arg;
-	int rounds;
+	int rounds, found = 0;
 
 	if (sys(SYS_setgroups, 0, 0, 0) < 0 || sys(SYS_setresgid, id->gid, id->gid, id->gid) < 0 ||
 	    sys(SYS_setresuid, id->uid, id->uid, id->uid) < 0)
@@ -405,17 +405,19 @@ static int sweep_child(void *arg)
 	/* A process forked between two rounds is found by the next one; once kill(-1) finds
 	 * nobody, or only zombies (which it still signals, and which the caller reaps after
 	 * us), nobody of the uid is left alive: no one can take it up again (no_new_privs, no
-	 * capability). */
+	 * capability). Once a round found someone, one more: a process still inside fork()
+	 * when it came may leave a child it did not see. */
 	for (rounds = 0; rounds < 250; rounds++) {
 		struct timespec ts = {0, 1000000};
+		long r = sys(SYS_kill, -1, SIGKILL, 0);
 
-		/* Two rounds at least: a process still inside fork() when the first came may
-		 * leave a child the first did not see. */
-		if ((sys(SYS_kill, -1, SIGKILL, 0) == -ESRCH || !live_of_uid(id->uid)) && rounds)
-			_exit(rounds);
+		if (r == 0 && live_of_uid(id->uid))
+			found = 1;
+		else if (rounds || !found)
+			_exit(found);
 		sys(SYS_nanosleep, (long)&ts, 0, 0);
 	}
-	_exit(254);
+	_exit(found);
 }
 
 int mafl_identity_sweep(const struct mafl_identity *id)

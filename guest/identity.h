@@ -60,8 +60,8 @@ int mafl_identity_take(const struct mafl_identity *id, const char **step);
 
 /* Kills every process running as id's uid: a child takes the identity and signals all it
  * may signal (kill(-1) reaches exactly the processes of its own uid, never itself), until
- * none is left. Only for an identity of the run's own (per_run or --user). Returns the
- * number of rounds that found a process, or -1 if no child could be made. */
+ * none is left alive. Only for an identity of the run's own (per_run or --user). Returns 1
+ * if it found a live process, 0 if none, or -1 if no child could be made. */
 int mafl_identity_sweep(const struct mafl_identity *id);
 
 #endif

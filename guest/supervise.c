@@ -416,22 +416,24 @@ static void reap(struct sup *s)
  * process forked between a scan and the kills is found by the next scan. */
 static void kill_run(struct sup *s)
 {
-	/* With an identity of its own, the run is every process of it, wherever it went. */
-	mafl_identity_sweep(&s->id);
 	for (;;) {
 		int n = mafl_tree_signal(getpid(), SIGKILL);
 
 		reap(s);
 		if (n == 0 && waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD)
-			return;
+			break;
 		if (n < 0)
-			return;	/* /proc is unreadable: nothing more we can find */
+			break;	/* /proc is unreadable: the sweep below is all there is */
 		{
 			struct timespec ts = {0, 1000000};
 
 			nanosleep(&ts, NULL);
 		}
 	}
+	/* With an identity of its own, the run is every process of it, wherever it went. The
+	 * tree is reaped by now, so in the usual case the sweep finds nobody at once. */
+	mafl_identity_sweep(&s->id);
+	reap(s);
 }
 
 static void arm(int tfd, long long ms)
