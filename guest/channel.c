@@ -855,58 +855,24 @@ static void conn_read(struct channel *c, int i)
 	}
 }
 
-/* Listens at R/host_tools/channel.sock with mode 0660. Returns the descriptor, or -1 with
- * errno set. */
-static int listen_at(struct channel *c)
+/* Takes the listening socket the launcher made at R/host_tools/channel.sock, noting which
+ * file it is so that the end removes that one and no other. */
+static int take_listener(struct channel *c, int fd)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct stat st;
-	mode_t mask;
-	int fd, cwd, err = 0;
 
-	/* A name left by an earlier run: its socket, or whatever its program put there
-	 * (unlinkat removes a symlink, never what it points to; an empty directory goes
-	 * too). Anything else makes bind fail. */
-	if (unlinkat(c->host_tools, MAFP_FILE_CHANNEL_SOCKET, 0) < 0 && errno == EISDIR)
-		unlinkat(c->host_tools, MAFP_FILE_CHANNEL_SOCKET, AT_REMOVEDIR);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -1;
-	cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (cwd < 0) {
-		err = errno;
-		close(fd);
-		errno = err;
-		return -1;
-	}
-	/* bind() takes a path, and R may be longer than a socket address holds: the name is
-	 * bound relative to R/host_tools, made the working directory for the call. The mode
-	 * comes from the umask, this process's own (the launcher does not share it). */
-	memcpy(sa.sun_path, MAFP_FILE_CHANNEL_SOCKET, sizeof(MAFP_FILE_CHANNEL_SOCKET));
-	mask = umask(0117);
-	if (fchdir(c->host_tools) < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-		err = errno;
-	umask(mask);
-	if (fchdir(cwd) < 0 && !err)
-		err = errno;
-	close(cwd);
-	if (!err && listen(fd, MAFL_CHANNEL_MAX_CONNS) < 0)
-		err = errno;
-	if (!err &&
-	    fstatat(c->host_tools, MAFP_FILE_CHANNEL_SOCKET, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+	if (fstatat(c->host_tools, MAFP_FILE_CHANNEL_SOCKET, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISSOCK(st.st_mode)) {
 		c->sock_dev = (uint64_t)st.st_dev;
 		c->sock_ino = (uint64_t)st.st_ino;
-	}
-	if (err) {
-		close(fd);
-		errno = err;
-		return -1;
 	}
 	return fd;
 }
 
-int channel_open(struct channel **out, int host_tools_fd, const struct channel_opts *opts,
-		 int *program_fd)
+int channel_open(struct channel **out, int host_tools_fd, int listener,
+		 const struct channel_opts *opts, int *program_fd)
 {
 	struct channel *c = mafl_arena_calloc(1, sizeof(*c));
 	int sv[2] = {-1, -1}, err, i;
@@ -931,7 +897,7 @@ int channel_open(struct channel **out, int host_tools_fd, const struct channel_o
 	/* The second way in only: without it (R/host_tools read-only, a directory an earlier
 	 * run's program left at the name) the inherited socket still serves, and a caller that
 	 * needs the path learns why when its connect fails. */
-	c->sock_fd = listen_at(c);
+	c->sock_fd = take_listener(c, listener);
 	/* Without /proc no peer can be checked: the socket then serves none. */
 	if (c->sock_fd >= 0)
 		c->proc_fd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);

@@ -36,13 +36,12 @@ struct channel_opts {
 
 /* Creates the channel of a run whose R/host_tools is open as host_tools_fd (borrowed; open
  * until channel_free): the socket pair whose *program_fd end the program inherits (not
- * close-on-exec; the caller closes it after the fork), and the socket listening at
- * R/host_tools/channel.sock (mode 0660; a name left there by an earlier run is removed
- * first, never followed), which serves only the supervisor's descendants (through /proc).
- * A socket that cannot be made is no failure: the channel goes on without it. Returns 0,
- * or a negative errno. */
-int channel_open(struct channel **out, int host_tools_fd, const struct channel_opts *opts,
-		 int *program_fd);
+ * close-on-exec; the caller closes it after the fork). listener, which the channel takes,
+ * is the socket the launcher made listening at R/host_tools/channel.sock (mode 0660), or -1
+ * when it could not: the channel then goes on without it. It serves only the supervisor's
+ * descendants (through /proc). Returns 0, or a negative errno. */
+int channel_open(struct channel **out, int host_tools_fd, int listener,
+		 const struct channel_opts *opts, int *program_fd);
 /* Fills pf (room for MAFL_CHANNEL_POLLFDS) with what the channel waits on and returns the
  * count; *timeout_ms is how long poll() may wait before channel_handle must run even
  * without an event (-1: no limit, 0: work is waiting). */

@@ -60,14 +60,6 @@ int mafl_identity_choose(const struct run_opts *o, pid_t supervisor, struct mafl
 	return 0;
 }
 
-/* Makes R/name a directory if absent and opens it, refusing a symlink or a file there. */
-static int subdir(int parent, const char *name, mode_t mode)
-{
-	if (mkdirat(parent, name, mode) < 0 && errno != EEXIST)
-		return -1;
-	return openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-}
-
 struct linux_dirent64 {
 	uint64_t d_ino;
 	int64_t d_off;
@@ -194,27 +186,14 @@ static int ancestors_open(const struct mafl_identity *id, const char *run_dir, c
 }
 
 int mafl_identity_lend_dirs(const struct mafl_identity *id, const struct run_dirs *d, int work,
-			    const char *run_dir, struct mafl_lent_dirs *lent, char *why,
-			    size_t why_size)
+			    int calls, int tmp, const char *run_dir, struct mafl_lent_dirs *lent,
+			    char *why, size_t why_size)
 {
 	struct stat run_st, tools_st, work_st;
-	int calls, tmp, rc = 0;
+	int rc = 0;
 	long budget = LEND_ENTRIES_MAX;
 
 	memset(lent, 0, sizeof(*lent));
-	calls = subdir(d->host_tools, MAFP_DIR_CALLS, 0777);
-	if (calls < 0) {
-		snprintf(why, why_size, "cannot make %s/%s/%s: %s", run_dir, MAFP_DIR_HOST_TOOLS,
-			 MAFP_DIR_CALLS, strerror(errno));
-		return -1;
-	}
-	tmp = subdir(d->run, MAFL_DIR_TMP, 0700);
-	if (tmp < 0) {
-		snprintf(why, why_size, "cannot make %s/%s: %s", run_dir, MAFL_DIR_TMP,
-			 strerror(errno));
-		close(calls);
-		return -1;
-	}
 	if (!id->own)
 		goto out;
 	if (ancestors_open(id, run_dir, why, why_size) < 0) {

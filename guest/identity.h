@@ -30,15 +30,15 @@ int mafl_identity_choose(const struct run_opts *o, pid_t supervisor, struct mafl
 
 /* Lends the run directory to id (nothing when !id->own), without following a symlink
  * anywhere: R (group id->gid, mode 0710: the program may pass through, not list),
- * R/host_tools (group, 0750), R/host_tools/host_tool_calls (made if absent; group, 01770:
- * the program may add its requests but not touch the files of others), R/work and what it
- * holds on the same file system (the program's), R/tmp (made; the program's, 0700). What
- * the host may not lend is recorded in *lent for mafl_identity_take_back. Without an own
- * identity it still makes R/host_tools/host_tool_calls and R/tmp. Returns 0, or -1 with a
- * sentence in why. */
+ * R/host_tools (group, 0750), R/host_tools/host_tool_calls, open as calls (group, 01770:
+ * the program may add its requests but not touch the files of others), R/work, open as
+ * work, and what it holds on the same file system (the program's), R/tmp, open as tmp (the
+ * program's, 0700), and the channel's socket (group). What it changed is recorded in *lent
+ * for mafl_identity_take_back. Closes calls and tmp. Returns 0, or -1 with a sentence in
+ * why. */
 int mafl_identity_lend_dirs(const struct mafl_identity *id, const struct run_dirs *d, int work,
-			    const char *run_dir, struct mafl_lent_dirs *lent, char *why,
-			    size_t why_size);
+			    int calls, int tmp, const char *run_dir, struct mafl_lent_dirs *lent,
+			    char *why, size_t why_size);
 
 /* At the end of the run: R and R/host_tools go back to their group, and to their owner's
  * access only, so that no later identity reaches what the program left. */

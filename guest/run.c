@@ -10,9 +10,11 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "channel.h"
 #include "commands.h"
 #include "protocol.h"
 #include "run.h"
@@ -436,19 +438,70 @@ static int hand_over_work(int run_fd, int sock)
 						 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0));
 }
 
+/* Makes dir/name (absent) and opens it, and sends it on sock as hand_over_work does. */
+static int hand_over_dir(int dirfd, const char *name, int mode, int sock)
+{
+	long r = mafl_raw_mkdirat(dirfd, name, mode);
+
+	if (r < 0 && r != -EEXIST) {
+		mafl_raw_send_fd(sock, -1, MAFL_WORK_MKDIR + (int)-r);
+		return 0;
+	}
+	return send_opened(sock, mafl_raw_openat(dirfd, name,
+						 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0));
+}
+
+/* The channel's second way in: a unix stream socket listening at
+ * R/host_tools/channel.sock, mode 0660, sent on sock (or why not). A name an earlier run
+ * left there goes first (a symlink is removed, never followed; an empty directory too).
+ * bind() takes a path, and R may be longer than a socket address holds: the name is bound
+ * from R/host_tools as this process's working directory and with a umask of its own, which
+ * the supervisor does not share. Returns 1: a failure here takes nothing from the launch. */
+static int hand_over_listener(int host_tools, int sock)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	long fd, r = 0, mask;
+
+	if (mafl_raw_syscall(SYS_unlinkat, host_tools, (long)MAFP_FILE_CHANNEL_SOCKET, 0) ==
+	    -EISDIR)
+		mafl_raw_syscall(SYS_unlinkat, host_tools, (long)MAFP_FILE_CHANNEL_SOCKET,
+				 AT_REMOVEDIR);
+	fd = mafl_raw_syscall(SYS_socket, AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd >= 0) {
+		memcpy(sa.sun_path, MAFP_FILE_CHANNEL_SOCKET, sizeof(MAFP_FILE_CHANNEL_SOCKET));
+		mask = mafl_raw_syscall(SYS_umask, 0117, 0, 0);
+		r = mafl_raw_syscall(SYS_fchdir, host_tools, 0, 0);
+		if (r == 0)
+			r = mafl_raw_syscall(SYS_bind, fd, (long)&sa, sizeof(sa));
+		mafl_raw_syscall(SYS_umask, mask, 0, 0);
+		if (r == 0)
+			r = mafl_raw_syscall(SYS_listen, fd, MAFL_CHANNEL_MAX_CONNS, 0);
+		if (r < 0) {
+			mafl_raw_close((int)fd);
+			fd = r;
+		}
+	}
+	send_opened(sock, fd);
+	return 1;
+}
+
 /* What the launcher makes while the supervisor gets ready, rather than wait: on some file
  * systems a new inode costs more than the rest of the launch (ext4 without a journal steps
  * over every recently freed one, and a new directory costs more still). Each goes to the
- * supervisor over the report socket as it is made: R/work (hand_over_work), then
- * program_output.txt (hand_over), which the supervisor needs before it starts the program
- * (a failure of either is the launch's, reported as before), then the session marker's
- * staging file, which it needs once the program has started (without it, it publishes the
- * marker the usual way). The first failure ends the list. Returns 1 if the staging file
- * was made here. */
+ * supervisor over the report socket as it is made: R/work (hand_over_work),
+ * program_output.txt (hand_over), R/host_tools/host_tool_calls and R/tmp (hand_over_dir),
+ * which the supervisor needs before it starts the program (a failure of any is the
+ * launch's), the channel's listening socket (hand_over_listener: the run goes on without
+ * it), then the session marker's staging file, which it needs once the program has started
+ * (without it, it publishes the marker the usual way). The first failure ends the list.
+ * Returns 1 if the staging file was made here. */
 static int make_launch_files(const struct run_dirs *d, int report_r)
 {
 	return hand_over_work(d->run, report_r) &&
 	       hand_over(d->host_tools, MAFP_FILE_OUTPUT, report_r) &&
+	       hand_over_dir(d->host_tools, MAFP_DIR_CALLS, 0777, report_r) &&
+	       hand_over_dir(d->run, MAFL_DIR_TMP, 0700, report_r) &&
+	       hand_over_listener(d->host_tools, report_r) &&
 	       hand_over(d->host_tools, session_part, report_r);
 }
 

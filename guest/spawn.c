@@ -42,6 +42,11 @@ long mafl_raw_read(int fd, void *buf, size_t len)
 	return ret(read(fd, buf, len));
 }
 
+long mafl_raw_syscall(long nr, long a, long b, long c)
+{
+	return ret(syscall(nr, a, b, c));
+}
+
 long mafl_raw_write(int fd, const void *buf, size_t len)
 {
 	return ret(write(fd, buf, len));
@@ -171,6 +176,11 @@ long mafl_raw_write(int fd, const void *buf, size_t len)
 long mafl_raw_close(int fd)
 {
 	return sc(SYS_close, fd, 0, 0, 0);
+}
+
+long mafl_raw_syscall(long nr, long a, long b, long c)
+{
+	return sc(nr, a, b, c, 0);
 }
 
 long mafl_raw_wait(pid_t pid)

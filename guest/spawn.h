@@ -53,6 +53,8 @@ long mafl_raw_wait(pid_t pid);
 long mafl_raw_openat(int dirfd, const char *path, int flags, int mode);
 long mafl_raw_unlinkat(int dirfd, const char *path);
 long mafl_raw_mkdirat(int dirfd, const char *path, int mode);
+/* Any other system call of three arguments, on the same terms. */
+long mafl_raw_syscall(long nr, long a, long b, long c);
 /* Sends err as an int on the stream socket sock, with fd attached as SCM_RIGHTS when
  * fd >= 0; never raises SIGPIPE. */
 long mafl_raw_send_fd(int sock, int fd, int err);

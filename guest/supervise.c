@@ -637,9 +637,9 @@ static int take_launcher_file(int sock, int *err)
 	return fd;
 }
 
-/* R/work, which the launcher made (MAFL_WORK_MKDIR, run.h): its descriptor. A failure ends
- * the launch, in the words used for R/host_tools (run_subdir_error). */
-static int take_work_dir(int sock, const char *run_dir)
+/* R/name, a directory the launcher made (MAFL_WORK_MKDIR, run.h): its descriptor. A failure
+ * ends the launch, in the words used for R/host_tools (run_subdir_error). */
+static int take_subdir(int sock, const char *run_dir, const char *name)
 {
 	char why[MAFP_RUN_DIR_MAX + 128];
 	int err, fd = take_launcher_file(sock, &err);
@@ -647,9 +647,9 @@ static int take_work_dir(int sock, const char *run_dir)
 	if (fd >= 0)
 		return fd;
 	if (err > MAFL_WORK_MKDIR)
-		run_subdir_error(why, sizeof(why), run_dir, MAFP_DIR_WORK, err - MAFL_WORK_MKDIR, 0);
+		run_subdir_error(why, sizeof(why), run_dir, name, err - MAFL_WORK_MKDIR, 0);
 	else
-		run_subdir_error(why, sizeof(why), run_dir, MAFP_DIR_WORK, 0, err);
+		run_subdir_error(why, sizeof(why), run_dir, name, 0, err);
 	send_report(sock, MAFP_EXIT_LAUNCHER, "%s", why);
 	_exit(1);
 }
@@ -683,6 +683,7 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 	char **envp;
 	sigset_t mask;
 	int out_pipe[2], msg_pipe[2], devnull, sfd, tfd, phase = 0, out_open = 1, chan_fd, rc, work;
+	int calls, tmp, listener;
 
 	memset(&s, 0, sizeof(s));
 	s.o = o;
@@ -734,19 +735,23 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 			    strerror(errno));
 		_exit(1);
 	}
-	rc = channel_open(&ch, d->host_tools, &copts, &chan_fd);
-	envp = rc == 0 ? channel_env(o->envp, chan_fd, o->tools, o->run_dir) : NULL;
-	if (!envp) {
-		send_report(report_fd, MAFP_EXIT_LAUNCHER, "cannot open the call channel: %s",
-			    strerror(rc < 0 ? -rc : ENOMEM));
-		_exit(1);
-	}
-	/* R/work and program_output.txt, made by the launcher meanwhile (run.c). */
-	work = take_work_dir(report_fd, o->run_dir);
+	/* What the launcher made meanwhile (run.c): R/work, program_output.txt, the calls
+	 * directory, R/tmp and the channel's listening socket. */
+	work = take_subdir(report_fd, o->run_dir, MAFP_DIR_WORK);
 	s.out_fd = take_launcher_file(report_fd, &rc);
 	if (s.out_fd < 0) {
 		send_report(report_fd, MAFP_EXIT_LAUNCHER, "cannot create %s/%s/%s: %s",
 			    o->run_dir, MAFP_DIR_HOST_TOOLS, MAFP_FILE_OUTPUT, strerror(rc));
+		_exit(1);
+	}
+	calls = take_subdir(report_fd, o->run_dir, MAFP_DIR_HOST_TOOLS "/" MAFP_DIR_CALLS);
+	tmp = take_subdir(report_fd, o->run_dir, MAFL_DIR_TMP);
+	listener = take_launcher_file(report_fd, &rc);
+	rc = channel_open(&ch, d->host_tools, listener, &copts, &chan_fd);
+	envp = rc == 0 ? channel_env(o->envp, chan_fd, o->tools, o->run_dir) : NULL;
+	if (!envp) {
+		send_report(report_fd, MAFP_EXIT_LAUNCHER, "cannot open the call channel: %s",
+			    strerror(rc < 0 ? -rc : ENOMEM));
 		_exit(1);
 	}
 	s.out_r = out_pipe[0];
@@ -754,7 +759,7 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 		char why[MAFP_RUN_DIR_MAX + 128];
 
 		if (mafl_identity_choose(o, getpid(), &s.id, why, sizeof(why)) < 0 ||
-		    mafl_identity_lend_dirs(&s.id, d, work, o->run_dir, &s.lent, why,
+		    mafl_identity_lend_dirs(&s.id, d, work, calls, tmp, o->run_dir, &s.lent, why,
 					    sizeof(why)) < 0) {
 			mafl_identity_take_back(&s.id, d, &s.lent);
 			send_report(report_fd, MAFP_EXIT_LAUNCHER, "%s", why);
