@@ -41,12 +41,12 @@ int mafl_parse_stat_ppid(const char *buf, size_t len, pid_t *ppid)
 	return 0;
 }
 
-/* The parent pid in the stat file of the /proc/PID directory open as dir. */
-static int dir_ppid(int dir, pid_t *ppid)
+/* The parent pid in the stat file at dirfd/path (a process's /proc/PID/stat). */
+static int stat_ppid_at(int dirfd, const char *path, pid_t *ppid)
 {
 	char buf[1024];
 	ssize_t n;
-	int fd = openat(dir, "stat", O_RDONLY | O_CLOEXEC);
+	int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0)
 		return -1;
@@ -55,6 +55,11 @@ static int dir_ppid(int dir, pid_t *ppid)
 	if (n <= 0)
 		return -1;
 	return mafl_parse_stat_ppid(buf, (size_t)n, ppid);
+}
+
+static int dir_ppid(int dir, pid_t *ppid)
+{
+	return stat_ppid_at(dir, "stat", ppid);
 }
 
 static int open_pid_dir(int procfd, pid_t pid)
@@ -129,19 +134,12 @@ struct proc_ent {
 
 static int read_ppid(int procfd, const char *name, pid_t *ppid)
 {
-	char path[64], buf[1024];
-	ssize_t n;
-	int fd;
+	char path[64];
+	int n = snprintf(path, sizeof(path), "%s/stat", name);
 
-	snprintf(path, sizeof(path), "%s/stat", name);
-	fd = openat(procfd, path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (n < 0 || (size_t)n >= sizeof(path))
 		return -1;
-	n = read_full(fd, buf, sizeof(buf));
-	close(fd);
-	if (n <= 0)
-		return -1;
-	return mafl_parse_stat_ppid(buf, (size_t)n, ppid);
+	return stat_ppid_at(procfd, path, ppid);
 }
 
 int mafl_tree_signal(pid_t root, int sig)

@@ -670,11 +670,18 @@ static void take_look(struct mafh_run *run, const struct mafh_op_result *res)
 	}
 }
 
+/* A READ of R/host_tools/name, of at most cap bytes. */
+static int read_host_tools_file(struct mafh_run *run, struct mafh_op *op, const char *name,
+				size_t cap)
+{
+	host_tools_path(run, name);
+	op_read(run, op, cap);
+	return 1;
+}
+
 static int emit_probe_exit(struct mafh_run *run, struct mafh_op *op)
 {
-	host_tools_path(run, MAFP_MARKER_EXIT_CODE);
-	op_read(run, op, MAFP_MARKER_MAX);
-	return 1;
+	return read_host_tools_file(run, op, MAFP_MARKER_EXIT_CODE, MAFP_MARKER_MAX);
 }
 
 static void take_probe_exit(struct mafh_run *run, const struct mafh_op_result *res)
@@ -851,9 +858,7 @@ static void take_answer(struct mafh_run *run, const struct mafh_op_result *res)
 
 static int emit_output(struct mafh_run *run, struct mafh_op *op)
 {
-	host_tools_path(run, MAFP_FILE_OUTPUT);
-	op_read(run, op, run->limits.max_output_bytes);
-	return 1;
+	return read_host_tools_file(run, op, MAFP_FILE_OUTPUT, run->limits.max_output_bytes);
 }
 
 static void take_output(struct mafh_run *run, const struct mafh_op_result *res)
@@ -941,9 +946,7 @@ static void take_stop(struct mafh_run *run, const struct mafh_op_result *res)
 
 static int emit_record(struct mafh_run *run, struct mafh_op *op)
 {
-	host_tools_path(run, MAFP_FILE_EXIT_RECORD);
-	op_read(run, op, MAFP_EXIT_RECORD_MAX);
-	return 1;
+	return read_host_tools_file(run, op, MAFP_FILE_EXIT_RECORD, MAFP_EXIT_RECORD_MAX);
 }
 
 static void take_record_read(struct mafh_run *run, const struct mafh_op_result *res)
