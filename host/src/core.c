@@ -97,16 +97,23 @@ static void cause(struct mafh_run *run, int code, const char *fmt, ...)
 
 /* ---- ending ------------------------------------------------------------------------------- */
 
-static void drop_call(struct mafh_run *run)
+/* Frees the arguments, their text and the note of the call last taken. */
+static void drop_call_texts(struct mafh_run *run)
 {
-	free(run->wbuf);
-	run->wbuf = NULL;
 	cJSON_Delete(run->call_args);
 	run->call_args = NULL;
 	free(run->call_text);
 	run->call_text = NULL;
 	free(run->answer_note);
 	run->answer_note = NULL;
+	run->answer_note_len = 0;
+}
+
+static void drop_call(struct mafh_run *run)
+{
+	free(run->wbuf);
+	run->wbuf = NULL;
+	drop_call_texts(run);
 	run->call_t = NULL;
 }
 
@@ -788,13 +795,7 @@ static void take_call(struct mafh_run *run, const struct mafh_op_result *res)
 	char *text;
 	int refused;
 
-	cJSON_Delete(run->call_args);
-	run->call_args = NULL;
-	free(run->call_text);
-	run->call_text = NULL;
-	free(run->answer_note);
-	run->answer_note = NULL;
-	run->answer_note_len = 0;
+	drop_call_texts(run);
 	if (res->note && (run->answer_note = malloc(res->note_len + 1))) {
 		memcpy(run->answer_note, res->note, res->note_len);
 		run->answer_note[res->note_len] = '\0';
