@@ -254,9 +254,12 @@ void mafl_identity_take_back(const struct mafl_identity *id, const struct run_di
 	}
 }
 
+/* A system call with its unused arguments zero, not whatever the registers held: prctl
+ * options such as PR_CAP_AMBIENT_CLEAR_ALL fail unless they are, and newfstatat reads its
+ * fourth as flags. */
 static long sys(long nr, long a, long b, long c)
 {
-	long r = syscall(nr, a, b, c);
+	long r = syscall(nr, a, b, c, 0L, 0L, 0L);
 
 	return r < 0 ? -errno : r;
 }

@@ -44,7 +44,7 @@ long mafl_raw_read(int fd, void *buf, size_t len)
 
 long mafl_raw_syscall(long nr, long a, long b, long c)
 {
-	return ret(syscall(nr, a, b, c));
+	return ret(syscall(nr, a, b, c, 0L, 0L, 0L));
 }
 
 long mafl_raw_write(int fd, const void *buf, size_t len)
