@@ -332,15 +332,17 @@ int mafl_identity_take(const struct mafl_identity *id, const char **step)
 	return 0;
 }
 
-/* 1 if a process that is not a zombie runs as uid, looking through /proc with raw system
- * calls (for sweep_child); 1 also when /proc cannot be read, so the caller keeps sweeping. A
- * process's /proc/PID belongs to its uid. */
+/* 1 if a process other than the caller that is not a zombie runs as uid, looking through
+ * /proc with raw system calls (for sweep_child, which runs as uid itself); 1 also when /proc
+ * cannot be read, so the caller keeps sweeping. A process's /proc/PID belongs to its uid. */
 static int live_of_uid(uid_t uid)
 {
-	char buf[4096] __attribute__((aligned(8))), stat[256];
+	char buf[4096] __attribute__((aligned(8))), stat[256], self[24];
 	int proc = (int)sys(SYS_openat, AT_FDCWD, (long)"/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	long n;
 	int live = 0;
+
+	snprintf(self, sizeof(self), "%ld", sys(SYS_getpid, 0, 0, 0));
 
 	if (proc < 0)
 		return 1;
@@ -353,7 +355,7 @@ static int live_of_uid(uid_t uid)
 			char *p;
 
 			off += e->d_reclen;
-			if (e->d_name[0] < '1' || e->d_name[0] > '9' ||
+			if (e->d_name[0] < '1' || e->d_name[0] > '9' || strcmp(e->d_name, self) == 0 ||
 			    sys(SYS_newfstatat, proc, (long)e->d_name, (long)&st) < 0 ||
 			    st.st_uid != uid)
 				continue;

@@ -2,8 +2,10 @@
  * /proc/PID/stat parser and the descendant check (guest/tree.c), when the channel reads a
  * response again (guest/channel.c) and the small parsers of guest/util.c. */
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -18,6 +20,7 @@
 #include <cmocka.h>
 
 #include "channel.h"
+#include "identity.h"
 #include "run.h"
 #include "tree.h"
 #include "util.h"
@@ -530,6 +533,48 @@ static void test_tree_descends_real(void **state)
 }
 
 /* ----------------------------------------------------------------------------------------- */
+/* mafl_identity_sweep */
+
+/* The sweep runs as the uid it sweeps: it must not count itself as a survivor (it would then
+ * sweep its full number of rounds and report one every time). */
+static void test_identity_sweep(void **state)
+{
+	struct mafl_identity id = {.own = 1, .per_run = 1, .gid = 0};
+	int ready[2], st;
+	pid_t victim;
+	char c;
+
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	id.uid = (uid_t)(MAFL_RUN_ID_BASE + (uid_t)getpid() + 7);
+	id.gid = (gid_t)id.uid;
+	/* Nobody runs as it: nothing found. */
+	assert_int_equal(mafl_identity_sweep(&id), 0);
+	/* One process runs as it: killed, and reported. */
+	assert_int_equal(pipe(ready), 0);
+	victim = fork();
+	assert_true(victim >= 0);
+	if (victim == 0) {
+		close(ready[0]);
+		if (setgroups(0, NULL) < 0 || setresgid(id.gid, id.gid, id.gid) < 0 ||
+		    setresuid(id.uid, id.uid, id.uid) < 0)
+			_exit(1);
+		(void)!write(ready[1], "x", 1);
+		for (;;)
+			pause();
+	}
+	close(ready[1]);
+	assert_int_equal(read(ready[0], &c, 1), 1);
+	close(ready[0]);
+	assert_int_equal(mafl_identity_sweep(&id), 1);
+	assert_int_equal(waitpid(victim, &st, 0), victim);
+	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	/* And afterwards nobody again. */
+	assert_int_equal(mafl_identity_sweep(&id), 0);
+}
+
+/* ----------------------------------------------------------------------------------------- */
 /* channel_look_decide */
 
 static void test_look_decide(void **state)
@@ -807,6 +852,7 @@ int main(void)
 		cmocka_unit_test(test_stat_ppid_real),
 		cmocka_unit_test(test_tree_descends_fake),
 		cmocka_unit_test(test_tree_descends_real),
+		cmocka_unit_test(test_identity_sweep),
 		cmocka_unit_test(test_look_decide),
 		cmocka_unit_test(test_parse_seconds_ms),
 		cmocka_unit_test(test_parse_u64),
