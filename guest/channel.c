@@ -51,13 +51,16 @@ struct call {
 	int conn;               /* the connection to answer, -1 when it went away */
 	cJSON *id;              /* the caller's id, owned */
 	int due;                /* an event named the response since the last look */
+	int renamed;            /* the last event naming it was a rename into place */
 	int failed;             /* a look found the file and could not take it, as seen: */
 	struct channel_file_state seen;
 };
 
-/* A response relayed and done with, whose file a later request reuses (reuse_response). */
+/* A call file done with, which a later request reuses (reuse_spare): call n's request or
+ * its response (suffix). */
 struct spare {
 	long n;
+	const char *suffix;
 	uint64_t dev, ino;
 };
 
@@ -334,21 +337,21 @@ static long claim_number(struct channel *c)
 	return -1;
 }
 
-/* Publishes a request in the file of a response already relayed (mafp_call_file_hand_over),
+/* Publishes a request in the file of a call already answered (mafp_call_file_hand_over),
  * so the call makes no new inode. A new file can cost far more than the few system calls
  * this takes: on an ext4 without a journal, the inode allocator steps over every inode
  * freed in the last minute or so (the README's benchmark section has the figures).
- * Nobody reads a response once it is relayed (the number is ours alone, by the claim). The
- * file must still be the one read (same inode, regular, one link), else it is left alone.
- * Returns 0, or -1 when no spare took the request (the caller then makes a file as
- * before). */
-static int reuse_response(struct channel *c, const char *fname, const char *req, size_t len)
+ * Nobody reads a call's files once its answer is relayed (the number is ours alone, by the
+ * claim). The file must still be the one seen (same inode, regular, one link), else it is
+ * left alone. Returns 0, or -1 when no spare took the request (the caller then makes a file
+ * as before). */
+static int reuse_spare(struct channel *c, const char *fname, const char *req, size_t len)
 {
 	while (c->nspares > 0) {
 		struct spare s = c->spares[--c->nspares];
 		char old[48];
 
-		mafp_call_file_name(old, sizeof(old), s.n, MAFP_SUFFIX_RESPONSE);
+		mafp_call_file_name(old, sizeof(old), s.n, s.suffix);
 		if (mafp_call_file_hand_over(c->calls_dir, old, fname, s.dev, s.ino, req,
 					     len) == 0)
 			return 0;
@@ -403,7 +406,7 @@ static void handle_call(struct channel *c, int i, const char *line, size_t len)
 	}
 	mafp_call_file_name(fname, sizeof(fname), n, MAFP_SUFFIX_REQUEST);
 	req = mafp_request_encode(n, name, args);
-	if (!req || (reuse_response(c, fname, req, strlen(req)) < 0 &&
+	if (!req || (reuse_spare(c, fname, req, strlen(req)) < 0 &&
 		     publish_at(c->calls_dir, fname, req, strlen(req), 0) < 0)) {
 		char *ab = mafp_request_encode_abandoned(n);
 
@@ -465,6 +468,34 @@ enum channel_look channel_look_decide(const struct channel_file_state *failed,
 	return cur && file_state_same(failed, cur) ? CHANNEL_LOOK_SKIP : CHANNEL_LOOK_NOW;
 }
 
+/* Keeps a file of call k, whose response (as st shows it) was just relayed, for a later
+ * request to reuse. The response itself only when it was renamed into place: a host that
+ * wrote it in place may not be done with it after its close (the engine's archive API, as
+ * `docker cp` uses it, sets the owner, mode and times after closing the file, and fails if
+ * the name is gone by then), while a rename is a writer's last step. Otherwise the request,
+ * which the host read before it answered, if it is still the file we made (regular, one
+ * link, ours). */
+static void keep_spare(struct channel *c, const struct call *k, const struct stat *st)
+{
+	struct stat rq;
+	char name[48];
+
+	if (c->nspares >= SPARES)
+		return;
+	if (k->renamed && st->st_nlink == 1) {
+		c->spares[c->nspares++] = (struct spare){.n = k->n, .suffix = MAFP_SUFFIX_RESPONSE,
+							 .dev = (uint64_t)st->st_dev,
+							 .ino = (uint64_t)st->st_ino};
+		return;
+	}
+	mafp_call_file_name(name, sizeof(name), k->n, MAFP_SUFFIX_REQUEST);
+	if (fstatat(c->calls_dir, name, &rq, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(rq.st_mode) &&
+	    rq.st_nlink == 1 && rq.st_uid == geteuid())
+		c->spares[c->nspares++] = (struct spare){.n = k->n, .suffix = MAFP_SUFFIX_REQUEST,
+							 .dev = (uint64_t)rq.st_dev,
+							 .ino = (uint64_t)rq.st_ino};
+}
+
 /* Reads NNNN.response.json if it is there and whole, and relays it. A response that does
  * not parse yet is left for the next event: a backend's write_file may land in pieces. A
  * look that found the file and could not take it is remembered (the file as it was) and
@@ -522,9 +553,7 @@ static size_t look(struct channel *c, struct call *k)
 	else
 		lost(c, k->n);
 	mafp_response_clear(&resp);
-	if (st.st_nlink == 1 && c->nspares < SPARES)
-		c->spares[c->nspares++] = (struct spare){.n = k->n, .dev = (uint64_t)st.st_dev,
-							 .ino = (uint64_t)st.st_ino};
+	keep_spare(c, k, &st);
 done:
 	cJSON_Delete(k->id);
 	memset(k, 0, sizeof(*k));
@@ -618,8 +647,10 @@ static void handle_inotify(struct channel *c, int paced)
 
 		p += sizeof(*ev) + ev->len;
 		if (ev->mask & IN_Q_OVERFLOW) {
-			for (j = 0; j < MAFL_CHANNEL_MAX_INFLIGHT; j++)
+			for (j = 0; j < MAFL_CHANNEL_MAX_INFLIGHT; j++) {
 				c->calls[j].due = c->calls[j].n != 0;
+				c->calls[j].renamed = 0;	/* unknown: not reused */
+			}
 			awaited = 1;
 			continue;
 		}
@@ -629,6 +660,7 @@ static void handle_inotify(struct channel *c, int paced)
 		for (j = 0; j < MAFL_CHANNEL_MAX_INFLIGHT; j++) {
 			if (c->calls[j].n == id) {
 				c->calls[j].due = 1;
+				c->calls[j].renamed = (ev->mask & IN_MOVED_TO) != 0;
 				awaited |= !c->calls[j].failed;
 			}
 		}

@@ -26,15 +26,22 @@ class Responder(threading.Thread):
     Tools: add(a, b) -> a+b; echo(**kw) -> kw; big(n) -> "x"*n; refuse() -> a refusal.
     With torn=True every response is written in 3 pieces with pauses, in place (the way a
     backend's non-atomic write_file may land). With keep_links=True each response is also
-    hard-linked as kept-N. The inodes of the requests it read and the responses it wrote are
-    kept by number."""
+    hard-linked as kept-N. With archive=True every response is written the way the engine's
+    archive API (`docker cp`) writes a file: created, written and closed in place, and only
+    then given its owner, mode and times, here once the next request has appeared (when the
+    launcher has relayed the answer and moved on); a failure of that last step is kept in
+    archive_errors. The inodes of the requests it read and the responses it wrote are kept by
+    number."""
 
-    def __init__(self, run_dir, torn=False, keep_links=False):
+    def __init__(self, run_dir, torn=False, keep_links=False, archive=False):
         super().__init__(daemon=True)
         self.ht = Path(run_dir) / HOST_TOOLS
         self.calls = self.ht / CALLS
         self.torn = torn
         self.keep_links = keep_links
+        self.archive = archive
+        self.archive_errors = []
+        self.unfinished = None  # archive: the response whose last step is still to come
         self.served = []
         self.request_inodes, self.response_inodes = {}, {}
         self.stop = threading.Event()
@@ -68,10 +75,23 @@ class Responder(threading.Thread):
                 time.sleep(0.15)
         return ino
 
+    def finish_archive_write(self):
+        """The engine's last step on a file it extracted: lchown, chmod, utimes."""
+        path, self.unfinished = self.unfinished, None
+        try:
+            os.chown(path, 0, 0, follow_symlinks=False)
+            os.chmod(path, 0o644)
+            os.utime(path, (0, 0), follow_symlinks=False)
+        except OSError as e:
+            self.archive_errors.append(f"{path.name}: {e}")
+
     def run(self):
         n = 1
         while not self.stop.is_set():
             req_path = self.calls / f"{n:04d}.request.json"
+            if self.unfinished and (req_path.exists() or
+                                    (self.ht / "program_exit_code").exists()):
+                self.finish_archive_write()
             if req_path.exists():
                 with open(req_path, "rb") as f:
                     self.request_inodes[n] = os.fstat(f.fileno()).st_ino
@@ -86,6 +106,11 @@ class Responder(threading.Thread):
                         os.link(kept, tmp)
                         self.response_inodes[n] = kept.stat().st_ino
                         os.rename(tmp, resp_path)
+                    elif self.archive:
+                        with open(resp_path, "wb") as f:
+                            self.response_inodes[n] = os.fstat(f.fileno()).st_ino
+                            f.write(json.dumps(resp).encode())
+                        self.unfinished = resp_path
                     else:
                         self.response_inodes[n] = self.write(resp_path,
                                                              json.dumps(resp).encode())
@@ -97,10 +122,11 @@ class Responder(threading.Thread):
             time.sleep(0.002)
 
 
-def run_served(run_dir, program, opts=(), torn=False, timeout=60, keep_links=False):
+def run_served(run_dir, program, opts=(), torn=False, timeout=60, keep_links=False,
+               archive=False):
     """Launches PROGRAM with a responder; returns (exit record, output text, responder),
     the launch line in responder.launch."""
-    r = Responder(run_dir, torn=torn, keep_links=keep_links)
+    r = Responder(run_dir, torn=torn, keep_links=keep_links, archive=archive)
     proc = launch(run_dir, *program, opts=opts)
     assert proc.returncode == 0, proc.stderr
     r.launch = launch_info(proc)
@@ -294,7 +320,8 @@ def test_a_relayed_response_file_carries_the_next_request(run_dir):
 
 def test_a_response_with_another_link_is_not_reused(run_dir):
     # A response file with a second name is left as it is: writing the request into it
-    # would change what that other name holds.
+    # would change what that other name holds. The request, which the host has read, carries
+    # the next one instead.
     rec, out, r = run_served(run_dir, py(
         'print(json.dumps([call("add", a=i, b=1)["value"] for i in range(3)]))\n'),
         keep_links=True)
@@ -304,7 +331,29 @@ def test_a_response_with_another_link_is_not_reused(run_dir):
         kept = calls / f"kept-{n}"
         assert json.loads(kept.read_bytes()) == {"value": n}
         assert (calls / f"{n:04d}.response.json").stat().st_ino == kept.stat().st_ino
-    assert len(set(r.request_inodes.values()) | set(r.response_inodes.values())) == 6
+    assert r.request_inodes[1] == r.request_inodes[2] == r.request_inodes[3]
+    assert len(set(r.response_inodes.values())) == 3
+
+
+def test_a_response_written_in_place_is_left_to_its_writer(run_dir):
+    # The engine's archive API (docker cp) closes a file it extracts and only then sets its
+    # owner, mode and times: the launcher has relayed the answer by then and made its next
+    # request. Had it reused that response's file, the engine's last step would find the
+    # name gone and the host's write would fail, though the program had its answer. A
+    # response that was not renamed into place is never renamed, reused or removed; the
+    # request the host read carries the next request instead.
+    rec, out, r = run_served(run_dir, py(
+        'print(json.dumps([call("add", a=i, b=1)["value"] for i in range(20)]))\n'),
+        archive=True)
+    assert json.loads(out) == list(range(1, 21))
+    assert r.archive_errors == []
+    calls = Path(run_dir) / HOST_TOOLS / CALLS
+    for n in range(1, 21):
+        resp = calls / f"{n:04d}.response.json"
+        assert resp.stat().st_ino == r.response_inodes[n]
+        assert json.loads(resp.read_bytes()) == {"value": n}
+    assert len(set(r.request_inodes.values())) == 1, "each request reused the one before"
+    assert rec["calls"] == 20
 
 
 def test_a_response_written_in_pieces_is_never_delivered_torn(run_dir):
