@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "protocol.h"
@@ -81,6 +83,7 @@ struct channel {
 	struct spare spares[SPARES];
 	int nspares;
 	long long retry_at;     /* no response that failed is read again before (ms) */
+	pid_t witness;          /* the run's witness; 0: none */
 	int next_due;           /* where the next look for due calls starts: each gets a turn */
 	int idle_reads;         /* inotify reads in a row that named nothing new */
 	long long quiet_until;  /* no inotify read before (ms); 0: none pending */
@@ -361,6 +364,25 @@ static int reuse_spare(struct channel *c, const char *fname, const char *req, si
 
 static void handle_inotify(struct channel *c, int paced);
 
+void channel_set_witness(struct channel *c, pid_t witness)
+{
+	if (c)
+		c->witness = witness;
+}
+
+/* 0 once the witness has ended (it may not have been reaped yet), else 1. */
+static int witness_alive(const struct channel *c)
+{
+	siginfo_t si;
+
+	if (c->witness <= 0)
+		return 1;
+	memset(&si, 0, sizeof(si));
+	if (waitid(P_PID, (id_t)c->witness, &si, WEXITED | WNOHANG | WNOWAIT | __WALL) < 0)
+		return errno != ECHILD;
+	return si.si_pid == 0;
+}
+
 static void handle_call(struct channel *c, int i, const char *line, size_t len)
 {
 	char why[256], fname[48];
@@ -396,6 +418,10 @@ static void handle_call(struct channel *c, int i, const char *line, size_t len)
 		snprintf(why, sizeof(why), "too many calls in flight (at most %d)",
 			 MAFL_CHANNEL_MAX_INFLIGHT);
 		refuse(c, i, id, why);
+		goto out;
+	}
+	if (!witness_alive(c)) {
+		refuse(c, i, id, "the run is ending: its session was killed");
 		goto out;
 	}
 	n = ensure_calls_dir(c) < 0 ? -1 : claim_number(c);

@@ -7,6 +7,7 @@
 
 #include <poll.h>
 #include <stddef.h>
+#include <sys/types.h>
 #include <stdint.h>
 #include <sys/stat.h>
 
@@ -50,6 +51,9 @@ int channel_pollfds(struct channel *c, struct pollfd *pf, int *timeout_ms);
  * left waiting; call it after every poll(), events or not. Its work per call is bounded,
  * whatever the program does: what is left waits for the next call. */
 void channel_handle(struct channel *c, const struct pollfd *pf, int n);
+/* The run's witness (witness.h): once it has ended, the channel makes no file any more (a
+ * call is refused), since the host that killed the session may be removing R/host_tools. */
+void channel_set_witness(struct channel *c, pid_t witness);
 /* Answers (values and refusals) relayed to their caller's connection so far. */
 long long channel_calls(const struct channel *c);
 /* The calls published as requests whose answer reached no caller (the caller had left, or

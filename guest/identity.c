@@ -332,86 +332,112 @@ int mafl_identity_take(const struct mafl_identity *id, const char **step)
 	return 0;
 }
 
-/* 1 if a process other than the caller that is not a zombie runs as uid, looking through
- * /proc with raw system calls (for sweep_child, which runs as uid itself); 1 also when /proc
- * cannot be read, so the caller keeps sweeping. A process's /proc/PID belongs to its uid. */
+/* The value of the status-file field key (e.g. "Uid:\t") in buf[0..n), or NULL. */
+static const char *status_field(const char *buf, long n, const char *key, size_t klen)
+{
+	const char *p = buf, *end = buf + n;
+
+	while (p < end && (size_t)(end - p) > klen) {
+		const char *nl;
+
+		if (memcmp(p, key, klen) == 0)
+			return p + klen;
+		nl = memchr(p, '\n', (size_t)(end - p));
+		if (!nl)
+			break;
+		p = nl + 1;
+	}
+	return NULL;
+}
+
+/* 1 if a process other than the caller that is not a zombie has uid as its real uid,
+ * looking through /proc/PID/status with raw system calls (for sweep_child); 1 also when
+ * /proc cannot be read. The status file, not the owner of /proc/PID: a process that made
+ * itself non-dumpable has a /proc/PID of root's. */
 static int live_of_uid(uid_t uid)
 {
-	char buf[4096] __attribute__((aligned(8))), stat[256], self[24];
+	char buf[4096] __attribute__((aligned(8))), status[2048], self[24], want[24];
 	int proc = (int)sys(SYS_openat, AT_FDCWD, (long)"/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	size_t wlen;
 	long n;
 	int live = 0;
 
-	snprintf(self, sizeof(self), "%ld", sys(SYS_getpid, 0, 0, 0));
-
 	if (proc < 0)
 		return 1;
+	snprintf(self, sizeof(self), "%ld", sys(SYS_getpid, 0, 0, 0));
+	wlen = (size_t)snprintf(want, sizeof(want), "%u\t", (unsigned)uid);
 	while (!live && (n = sys(SYS_getdents64, proc, (long)buf, sizeof(buf))) > 0) {
 		for (long off = 0; !live && off < n;) {
 			struct linux_dirent64 *e = (struct linux_dirent64 *)(buf + off);
-			struct stat st;
+			const char *u, *st;
 			char path[32];
 			long fd, got;
-			char *p;
 
 			off += e->d_reclen;
-			if (e->d_name[0] < '1' || e->d_name[0] > '9' || strcmp(e->d_name, self) == 0 ||
-			    sys(SYS_newfstatat, proc, (long)e->d_name, (long)&st) < 0 ||
-			    st.st_uid != uid)
+			if (e->d_name[0] < '1' || e->d_name[0] > '9' || strcmp(e->d_name, self) == 0)
 				continue;
-			snprintf(path, sizeof(path), "%s/stat", e->d_name);
+			snprintf(path, sizeof(path), "%s/status", e->d_name);
 			fd = sys(SYS_openat, proc, (long)path, O_RDONLY | O_CLOEXEC);
 			if (fd < 0)
 				continue;
-			got = sys(SYS_read, fd, (long)stat, sizeof(stat) - 1);
+			got = sys(SYS_read, fd, (long)status, sizeof(status));
 			sys(SYS_close, fd, 0, 0);
 			if (got <= 0)
 				continue;
-			stat[got] = '\0';
-			p = strrchr(stat, ')');
-			live = p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+			u = status_field(status, got, "Uid:\t", 5);
+			st = status_field(status, got, "State:\t", 7);
+			live = u && st && (size_t)(status + got - u) > wlen &&
+			       memcmp(u, want, wlen) == 0 && *st != 'Z' && *st != 'X';
 		}
 	}
 	sys(SYS_close, proc, 0, 0);
 	return live;
 }
 
+struct sweep {
+	const struct mafl_identity *id;
+	int look;
+};
+
 /* In the sweeping child (mafl_spawn_vfork: it borrows the caller's memory, so raw system
- * calls only, and it ends in _exit): takes the identity and kills all it may. */
+ * calls only, and it ends in _exit): takes the identity and kills all it may. One kill(-1)
+ * is enough: it signals every process of the uid under the kernel's task list lock, and a
+ * fork still under way then either has its child in that list or is abandoned (the kernel
+ * completes no fork with a fatal signal pending). Nobody can take the uid up again after
+ * (no_new_privs, no capability). kill(-1) itself cannot say whether it reached anyone (it
+ * fails if any process it met was exiting), so with look, a scan first: exits 1 if a live
+ * process of the uid was there, once it is gone. */
 static int sweep_child(void *arg)
 {
-	const struct mafl_identity *id = arg;
-	int rounds, found = 0;
+	const struct sweep *w = arg;
+	const struct mafl_identity *id = w->id;
+	int found, rounds;
 
 	if (sys(SYS_setgroups, 0, 0, 0) < 0 || sys(SYS_setresgid, id->gid, id->gid, id->gid) < 0 ||
 	    sys(SYS_setresuid, id->uid, id->uid, id->uid) < 0)
 		_exit(255);
-	/* A process forked between two rounds is found by the next one; once kill(-1) finds
-	 * nobody, or only zombies (which it still signals, and which the caller reaps after
-	 * us), nobody of the uid is left alive: no one can take it up again (no_new_privs, no
-	 * capability). Once a round found someone, one more: a process still inside fork()
-	 * when it came may leave a child it did not see. */
-	for (rounds = 0; rounds < 250; rounds++) {
+	found = w->look && live_of_uid(id->uid);
+	sys(SYS_kill, -1, SIGKILL, 0);
+	/* Killed is not yet gone: a process exits once it is next scheduled. Whoever looked
+	 * is told only once none is left alive (or after a second, for one stuck in the
+	 * kernel). */
+	for (rounds = 0; found && rounds < 1000 && live_of_uid(id->uid); rounds++) {
 		struct timespec ts = {0, 1000000};
-		long r = sys(SYS_kill, -1, SIGKILL, 0);
 
-		if (r == 0 && live_of_uid(id->uid))
-			found = 1;
-		else if (rounds || !found)
-			_exit(found);
 		sys(SYS_nanosleep, (long)&ts, 0, 0);
 	}
 	_exit(found);
 }
 
-int mafl_identity_sweep(const struct mafl_identity *id)
+int mafl_identity_sweep(const struct mafl_identity *id, int look)
 {
+	struct sweep w = {id, look};
 	int st = 0;
 	pid_t p;
 
 	if (!id->own)
 		return 0;
-	p = mafl_spawn_vfork(sweep_child, (void *)id);
+	p = mafl_spawn_vfork(sweep_child, &w);
 	if (p < 0)
 		return -1;
 	while (waitpid(p, &st, 0) < 0 && errno == EINTR)

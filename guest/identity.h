@@ -59,9 +59,11 @@ void mafl_identity_clean_shared(const struct mafl_identity *id);
 int mafl_identity_take(const struct mafl_identity *id, const char **step);
 
 /* Kills every process running as id's uid: a child takes the identity and signals all it
- * may signal (kill(-1) reaches exactly the processes of its own uid, never itself), until
- * none is left alive. Only for an identity of the run's own (per_run or --user). Returns 1
- * if it found a live process, 0 if none, or -1 if no child could be made. */
-int mafl_identity_sweep(const struct mafl_identity *id);
+ * may signal (kill(-1) reaches exactly the processes of its own uid, never itself, forks
+ * under way included). Only for an identity of the run's own (per_run or --user). With
+ * look, first looks through /proc for a live one (a scan of every process) and, if there
+ * was one, waits until none is left alive (at most a second). Returns 1 if it looked and
+ * found one, 0 if not (or it did not look), or -1 if no child could be made. */
+int mafl_identity_sweep(const struct mafl_identity *id, int look);
 
 #endif

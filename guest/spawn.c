@@ -31,6 +31,17 @@ pid_t mafl_spawn_vfork(int (*fn)(void *), void *arg)
 	return mafl_spawn_shared(fn, arg);
 }
 
+pid_t mafl_spawn_vfork_signal(int (*fn)(void *), void *arg, int exit_signal)
+{
+	/* fork(), with another signal at the end: the raw call (the supervisor that uses it
+	 * is single-threaded, so no lock of the C library's can be held across it). */
+	long pid = syscall(SYS_clone, (unsigned long)exit_signal, 0UL, 0UL, 0UL, 0UL);
+
+	if (pid == 0)
+		_exit(fn(arg));
+	return (pid_t)pid;
+}
+
 /* Separate memory: errno is the launcher's own, so the C library will do. */
 static long ret(long r)
 {
@@ -145,12 +156,17 @@ pid_t mafl_spawn_shared(int (*fn)(void *), void *arg)
 	return pid;
 }
 
-pid_t mafl_spawn_vfork(int (*fn)(void *), void *arg)
+pid_t mafl_spawn_vfork_signal(int (*fn)(void *), void *arg, int exit_signal)
 {
 	/* One child at a time uses it, and only until its exec. */
 	static char stack[VFORK_STACK] __attribute__((aligned(16)));
 
-	return clone(fn, stack + sizeof(stack), CLONE_VM | CLONE_VFORK | SIGCHLD, arg);
+	return clone(fn, stack + sizeof(stack), CLONE_VM | CLONE_VFORK | exit_signal, arg);
+}
+
+pid_t mafl_spawn_vfork(int (*fn)(void *), void *arg)
+{
+	return mafl_spawn_vfork_signal(fn, arg, SIGCHLD);
 }
 
 long mafl_raw_read(int fd, void *buf, size_t len)

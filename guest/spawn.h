@@ -43,6 +43,9 @@ pid_t mafl_spawn_shared(int (*fn)(void *), void *arg);
 /* Runs fn(arg) in a new process that borrows this one's memory until it execs or exits,
  * while this one waits (or a fork). Returns the child's pid, or -1 with errno. */
 pid_t mafl_spawn_vfork(int (*fn)(void *), void *arg);
+/* mafl_spawn_vfork() with exit_signal, not SIGCHLD, sent when the child ends: a "clone
+ * child", which waitpid() sees only with __WALL (or __WCLONE). */
+pid_t mafl_spawn_vfork_signal(int (*fn)(void *), void *arg, int exit_signal);
 
 /* System calls that leave errno alone: they return the kernel's result (-errno on failure).
  * For the launcher after mafl_spawn_shared(). */

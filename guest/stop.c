@@ -209,7 +209,7 @@ static void sweep(pid_t supervisor)
 				   .uid = MAFL_RUN_ID_BASE + (uid_t)supervisor,
 				   .gid = MAFL_RUN_ID_BASE + (gid_t)supervisor};
 
-	if (geteuid() == 0 && mafl_identity_sweep(&id) > 0)
+	if (geteuid() == 0 && mafl_identity_sweep(&id, 1) > 0)
 		warnx("killed what was left of the run of supervisor %d", (int)supervisor);
 }
 
@@ -253,7 +253,7 @@ static void kill_tree(const struct target *t)
 	int i;
 
 	for (i = 0; i < 1000 && !target_exited(t); i++) {
-		int n = mafl_tree_signal(t->pid, SIGKILL);
+		int n = mafl_tree_signal(t->pid, SIGKILL, 0);
 
 		if (n <= 0)
 			break;

@@ -33,13 +33,15 @@
 #include "spawn.h"
 #include "tree.h"
 #include "util.h"
+#include "witness.h"
 
 /* Messages from the program's process to the supervisor over a close-on-exec pipe: EOF
  * without a FAIL message means exec succeeded. */
-enum child_msg_kind { CHILD_LANDLOCK = 1, CHILD_FAIL = 2 };
+enum child_msg_kind { CHILD_LANDLOCK = 1, CHILD_FAIL = 2, CHILD_WITNESS = 3 };
 struct child_msg {
 	int kind;
-	int code;               /* FAIL: the launcher exit code; LANDLOCK: the ABI or <= 0 */
+	int code;               /* FAIL: the launcher exit code; LANDLOCK: the ABI or <= 0;
+				 * WITNESS: the witness's pid */
 	int err;                /* errno */
 	char what[96];          /* FAIL: the step that failed */
 };
@@ -175,6 +177,8 @@ struct child_args {
 	const struct run_opts *o;
 	const struct mafl_identity *id;
 	int work;               /* R/work */
+	int host_tools;         /* R/host_tools, for the witness */
+	int marker_r;           /* the witness's end of the hand-over pipe */
 	int out_w, msg_w, chan_fd;
 	char **envp;
 	const struct cpu_hold *cpus;
@@ -261,8 +265,8 @@ static int exec_search(const char *file, char *const argv[], char *const envp[])
 	return -1;
 }
 
-/* In the program's process: stdio, session, containment (rlimits, no_new_privs, Landlock,
- * seccomp, in that order), exec. */
+/* In the program's process: session and witness, stdio, containment (rlimits, no_new_privs,
+ * Landlock, seccomp, in that order), exec. */
 static __attribute__((noreturn)) void child_exec(const struct child_args *a)
 {
 	const struct run_opts *o = a->o;
@@ -292,6 +296,21 @@ static __attribute__((noreturn)) void child_exec(const struct child_args *a)
 		if (i != SIGKILL && i != SIGSTOP && (ignored >> (i - 1) & 1))
 			syscall(SYS_rt_sigaction, i, &dfl, NULL, sizeof(dfl.mask));
 	}
+	if (setsid() < 0)
+		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, errno, "create a session");
+	{
+		/* Before anything of the program's containment: the witness is the launcher's. */
+		struct child_msg m;
+		pid_t w = mafl_witness_start(a->marker_r, a->host_tools, supervisor,
+					     a->id->own ? a->id->uid : (uid_t)-1);
+
+		if (w < 0)
+			child_fail(msg_fd, MAFP_EXIT_LAUNCHER, errno, "start the run's witness");
+		memset(&m, 0, sizeof(m));
+		m.kind = CHILD_WITNESS;
+		m.code = (int)w;
+		write_all(msg_fd, &m, sizeof(m));
+	}
 	devnull = openat(AT_FDCWD, "/dev/null", O_RDONLY | O_CLOEXEC);
 	if (devnull < 0)
 		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, errno, "open /dev/null");
@@ -304,8 +323,6 @@ static __attribute__((noreturn)) void child_exec(const struct child_args *a)
 	rc = limit_child(o, a->id, &step);
 	if (rc < 0)
 		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, -rc, step);
-	if (setsid() < 0)
-		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, errno, "create a session");
 	rc = mafl_identity_take(a->id, &step);
 	if (rc < 0)
 		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, -rc, step);
@@ -359,6 +376,12 @@ struct sup {
 	struct mafl_identity id;
 	struct mafl_lent_dirs lent;
 	pid_t pid;               /* the program */
+	pid_t witness;           /* the run's witness (witness.h); 0: none made */
+	int witness_alive;
+	int witness_killed;      /* it died of a signal (a witness that exited could not work) */
+	int marker_w;            /* the supervisor's end of the hand-over pipe; -1: closed */
+	int session_killed;      /* the witness died before the end: the host ended the run */
+	int sfd;                 /* the signalfd */
 	int out_fd;              /* program_output.txt */
 	int out_r;               /* the read end of the program's stdout/stderr */
 	unsigned long long out_bytes, out_kept;
@@ -398,26 +421,32 @@ static int relay_output(struct sup *s)
 	return 1;
 }
 
+/* Reaps every child that has ended, the program's process and the witness included
+ * (__WALL: they are clone children, witness.h). */
 static void reap(struct sup *s)
 {
 	int st;
 	pid_t p;
 
-	while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
+	while ((p = waitpid(-1, &st, WNOHANG | __WALL)) > 0) {
 		if (p == s->pid) {
 			s->main_alive = 0;
 			s->main_wstatus = st;
+		} else if (p == s->witness) {
+			s->witness_alive = 0;
+			s->witness_killed = WIFSIGNALED(st);
 		}
 	}
 }
 
 /* Ends every process of the run: SIGKILL to each descendant until none is left. Orphans are
- * reparented to us (child subreaper), so "no child left" means "no descendant left". A
+ * reparented to us (child subreaper), so "no child left" means "no descendant left" (the
+ * witness, which is spared, is a clone child that waitpid() without __WALL does not see). A
  * process forked between a scan and the kills is found by the next scan. */
 static void kill_run(struct sup *s)
 {
 	for (;;) {
-		int n = mafl_tree_signal(getpid(), SIGKILL);
+		int n = mafl_tree_signal(getpid(), SIGKILL, s->witness);
 
 		reap(s);
 		if (n == 0 && waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD)
@@ -432,7 +461,7 @@ static void kill_run(struct sup *s)
 	}
 	/* With an identity of its own, the run is every process of it, wherever it went. The
 	 * tree is reaped by now, so in the usual case the sweep finds nobody at once. */
-	mafl_identity_sweep(&s->id);
+	mafl_identity_sweep(&s->id, 0);
 	reap(s);
 }
 
@@ -454,12 +483,63 @@ static void begin_end(struct sup *s, enum mafp_status why, int tfd, int *phase)
 	if (*phase != 0)
 		return;
 	s->status = why;
-	mafl_tree_signal(getpid(), SIGTERM);
+	mafl_tree_signal(getpid(), SIGTERM, s->witness);
 	*phase = 1;
 	arm(tfd, s->o->grace_ms);
 }
 
-static void write_markers(struct sup *s, const struct mafp_exit_record *rec)
+/* How long the witness may take to publish what it was handed (two fsyncs) before it is
+ * killed, the markers then missing. */
+#define WITNESS_WAIT_MS 10000
+
+/* Waits for the witness to exit and reaps it; kills it if it takes too long. Returns 1 if
+ * it could not publish (WITNESS_EXIT_FAILED), else 0. */
+static int wait_witness(struct sup *s)
+{
+	long long end = now_ms() + WITNESS_WAIT_MS;
+
+	while (s->witness_alive) {
+		struct pollfd pf = {.fd = s->sfd, .events = POLLIN};
+		struct signalfd_siginfo si;
+		long long left = end - now_ms();
+		int st;
+		pid_t p = waitpid(s->witness, &st, WNOHANG | __WALL);
+
+		if (p == s->witness || (p < 0 && errno != EINTR)) {
+			s->witness_alive = 0;
+			return p == s->witness && WIFEXITED(st) &&
+			       WEXITSTATUS(st) == WITNESS_EXIT_FAILED;
+		}
+		if (left <= 0) {
+			kill(s->witness, SIGKILL);
+			while (waitpid(s->witness, &st, __WALL) < 0 && errno == EINTR)
+				;
+			s->witness_alive = 0;
+			break;
+		}
+		if (poll(&pf, 1, (int)left) > 0)
+			while (read(s->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+				;
+	}
+	return 0;
+}
+
+/* Ends the witness, for a run whose launch failed (its record is the supervisor's to write:
+ * the host has not heard of the run yet). */
+static void end_witness(struct sup *s)
+{
+	if (!s->witness_alive)
+		return;
+	kill(s->witness, SIGKILL);
+	while (waitpid(s->witness, NULL, __WALL) < 0 && errno == EINTR)
+		;
+	s->witness_alive = 0;
+}
+
+/* Publishes the record and the exit marker: through the witness once the run has started
+ * (witness.h), nothing at all if the host killed the session meanwhile, or directly for a
+ * launch that failed (direct), when no host can know of the run yet. */
+static void write_markers(struct sup *s, const struct mafp_exit_record *rec, int direct)
 {
 	char num[32];
 	char *json = mafp_exit_record_encode(rec);
@@ -469,13 +549,27 @@ static void write_markers(struct sup *s, const struct mafp_exit_record *rec)
 	 * end (the markers) and clean up, and what it left in /dev/shm is removed. */
 	mafl_identity_take_back(&s->id, s->d, &s->lent);
 	mafl_identity_clean_shared(&s->id);
-	/* The record first, durably: once program_exit_code exists a host may reclaim the run. */
-	if (json) {
-		publish_at(s->d->host_tools, MAFP_FILE_EXIT_RECORD, json, strlen(json), 1);
-		free(json);
-	}
 	n = snprintf(num, sizeof(num), "%d", rec->exit_code);
-	publish_at(s->d->host_tools, MAFP_MARKER_EXIT_CODE, num, (size_t)n, 1);
+	if (!direct && s->witness_alive && !s->session_killed) {
+		int rc = mafl_witness_hand_over(s->marker_w, json ? json : "",
+						json ? strlen(json) : 0, num, (size_t)n);
+
+		s->marker_w = -1;
+		/* The witness could not publish (it runs with no capability, as the owner of
+		 * R/host_tools only when that is the launcher): the supervisor does. */
+		direct = rc == 0 ? wait_witness(s) : (end_witness(s), 0);
+	} else if (!direct && s->witness && !s->witness_killed && !s->session_killed) {
+		/* The witness exited by itself at its start, unable to take its uid. */
+		direct = 1;
+	}
+	if (direct) {
+		/* The record first, durably: once program_exit_code exists a host may reclaim
+		 * the run. */
+		if (json)
+			publish_at(s->d->host_tools, MAFP_FILE_EXIT_RECORD, json, strlen(json), 1);
+		publish_at(s->d->host_tools, MAFP_MARKER_EXIT_CODE, num, (size_t)n, 1);
+	}
+	free(json);
 }
 
 static void fill_usage(struct mafp_exit_record *rec, long long start_ms)
@@ -517,7 +611,8 @@ static __attribute__((noreturn)) void launch_failed(struct sup *s, int report_fd
 	str_copy(rec.landlock, sizeof(rec.landlock), s->landlock);
 	str_copy(rec.error, sizeof(rec.error), line);
 	fill_usage(&rec, s->start_ms);
-	write_markers(s, &rec);
+	end_witness(s);
+	write_markers(s, &rec, 1);
 	send_report(report_fd, m->code, "%s", line);
 	_exit(0);
 }
@@ -550,9 +645,12 @@ static int await_exec(struct sup *s, int msg_r, struct child_msg *fail)
 			snprintf(fail->what, sizeof(fail->what), "start the program");
 			return CHILD_FAIL;
 		}
-		if (m.kind == CHILD_LANDLOCK)
+		if (m.kind == CHILD_LANDLOCK) {
 			mafl_landlock_name(m.code, s->landlock, sizeof(s->landlock));
-		else if (m.kind == CHILD_FAIL) {
+		} else if (m.kind == CHILD_WITNESS) {
+			s->witness = (pid_t)m.code;
+			s->witness_alive = 1;
+		} else if (m.kind == CHILD_FAIL) {
 			*fail = m;
 			return CHILD_FAIL;
 		}
@@ -682,7 +780,8 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 	struct channel_opts copts = {.tools = o->tools, .max_calls = o->max_calls};
 	char **envp;
 	sigset_t mask;
-	int out_pipe[2], msg_pipe[2], devnull, sfd, tfd, phase = 0, out_open = 1, chan_fd, rc, work;
+	int out_pipe[2], msg_pipe[2], marker_pipe[2], devnull, sfd, tfd, phase = 0, out_open = 1;
+	int chan_fd, rc, work;
 	int calls, tmp, listener;
 
 	memset(&s, 0, sizeof(s));
@@ -713,6 +812,7 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 	signal(SIGXCPU, SIG_IGN);
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, MAFL_CHILD_EXIT_SIGNAL);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGQUIT);
@@ -724,12 +824,13 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 			    "signal and timer descriptors: %s", strerror(errno));
 		_exit(1);
 	}
+	s.sfd = sfd;
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
 		send_report(report_fd, MAFP_EXIT_LAUNCHER, "cannot become the run's child "
 			    "subreaper: %s", strerror(errno));
 		_exit(1);
 	}
-	if (pipe2(out_pipe, O_CLOEXEC) < 0 ||
+	if (pipe2(out_pipe, O_CLOEXEC) < 0 || pipe2(marker_pipe, O_CLOEXEC) < 0 ||
 	    pipe2(msg_pipe, O_CLOEXEC | (MAFL_SPAWN_FORK ? 0 : O_NONBLOCK)) < 0) {
 		send_report(report_fd, MAFP_EXIT_LAUNCHER, "cannot create a pipe: %s",
 			    strerror(errno));
@@ -771,11 +872,12 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 	{
 		/* Every descriptor the child should not keep is close-on-exec. */
 		struct cpu_hold cpus;
-		struct child_args a = {o, &s.id, work, out_pipe[1], msg_pipe[1], chan_fd, envp,
-				       &cpus};
+		struct child_args a = {o, &s.id, work, d->host_tools, marker_pipe[0], out_pipe[1],
+				       msg_pipe[1], chan_fd, envp, &cpus};
 
 		hold_cpu(&cpus);
-		s.pid = mafl_spawn_vfork(child_main, &a);
+		/* A clone child (witness.h), as the witness it makes will be. */
+		s.pid = mafl_spawn_vfork_signal(child_main, &a, MAFL_CHILD_EXIT_SIGNAL);
 		if (s.pid >= 0)
 			release_cpu(&cpus);
 	}
@@ -792,6 +894,8 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 	s.main_alive = 1;
 	close(out_pipe[1]);
 	close(msg_pipe[1]);
+	close(marker_pipe[0]);
+	s.marker_w = marker_pipe[1];
 	if (await_exec(&s, msg_pipe[0], &fail) == CHILD_FAIL) {
 		/* Drain what the child may have written before failing. */
 		close(msg_pipe[0]);
@@ -801,6 +905,7 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 		launch_failed(&s, report_fd, &fail);
 	}
 	close(msg_pipe[0]);
+	channel_set_witness(ch, s.witness);
 	publish_pid_markers(&s, report_fd);
 	send_started(report_fd, s.pid, &s.id, s.landlock);
 	if (o->timeout_ms > 0)
@@ -813,7 +918,7 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 			{.fd = tfd, .events = POLLIN},
 			{.fd = out_open ? s.out_r : -1, .events = POLLIN},
 		};
-		int wait, nch = channel_pollfds(ch, pf + 3, &wait);
+		int wait = -1, nch = s.session_killed ? 0 : channel_pollfds(ch, pf + 3, &wait);
 
 		/* Each turn does bounded work (the output relay, the channel), so the signals and
 		 * the timer are seen at the next turn whatever the program floods us with. */
@@ -826,10 +931,20 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 			struct signalfd_siginfo si;
 
 			while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-				if (si.ssi_signo == SIGCHLD)
+				if (si.ssi_signo == SIGCHLD ||
+				    si.ssi_signo == MAFL_CHILD_EXIT_SIGNAL)
 					reap(&s);
 				else
 					begin_end(&s, MAFP_STATUS_STOPPED, tfd, &phase);
+			}
+			if (!s.witness_alive && s.witness_killed && !s.session_killed) {
+				/* The witness is gone before the end: the run's session was killed
+				 * from outside (witness.h). The host has ended the run and may be
+				 * removing R/host_tools: the rest of the run ends now, and nothing
+				 * more is made there. */
+				s.session_killed = 1;
+				s.status = MAFP_STATUS_STOPPED;
+				mafl_tree_signal(getpid(), SIGKILL, 0);
 			}
 		}
 		if (pf[1].revents & POLLIN) {
@@ -840,7 +955,7 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 					begin_end(&s, MAFP_STATUS_TIMEOUT, tfd, &phase);
 				} else {
 					phase = 2;
-					mafl_tree_signal(getpid(), SIGKILL);
+					mafl_tree_signal(getpid(), SIGKILL, s.witness);
 				}
 			}
 		}
@@ -854,7 +969,8 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 			if (!more)
 				out_open = 0;
 		}
-		channel_handle(ch, pf + 3, nch);
+		if (!s.session_killed)
+			channel_handle(ch, pf + 3, nch);
 	}
 
 	/* The program has ended: end the rest of the run, then take the last of its output. */
@@ -884,6 +1000,6 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 	str_copy(rec.seccomp, sizeof(rec.seccomp), mafl_seccomp_name(&o->policy));
 	str_copy(rec.landlock, sizeof(rec.landlock), s.landlock);
 	fill_usage(&rec, s.start_ms);
-	write_markers(&s, &rec);
+	write_markers(&s, &rec, 0);
 	_exit(0);
 }

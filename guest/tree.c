@@ -142,7 +142,7 @@ static int read_ppid(int procfd, const char *name, pid_t *ppid)
 	return stat_ppid_at(procfd, path, ppid);
 }
 
-int mafl_tree_signal(pid_t root, int sig)
+int mafl_tree_signal(pid_t root, int sig, pid_t spare)
 {
 	struct proc_ent *ents = NULL;
 	size_t n = 0, cap = 0, i;
@@ -159,7 +159,7 @@ int mafl_tree_signal(pid_t root, int sig)
 		long pid = strtol(de->d_name, &e, 10);
 		pid_t ppid;
 
-		if (*e || pid <= 0 || pid == root)
+		if (*e || pid <= 0 || pid == root || (spare > 0 && pid == spare))
 			continue;
 		if (read_ppid(procfd, de->d_name, &ppid) < 0)
 			continue;	/* gone already */

@@ -4,9 +4,10 @@
 
 #include <sys/types.h>
 
-/* Sends sig to every descendant of root (not root itself), found by following parent pids
- * in /proc. Returns how many were signalled, or -1 if /proc cannot be read. */
-int mafl_tree_signal(pid_t root, int sig);
+/* Sends sig to every descendant of root (not root itself, nor spare and what descends from
+ * it when spare > 0), found by following parent pids in /proc. Returns how many were
+ * signalled, or -1 if /proc cannot be read. */
+int mafl_tree_signal(pid_t root, int sig, pid_t spare);
 
 /* Parses the parent pid out of the text of /proc/PID/stat (the field after the command
  * name, which may itself hold spaces and parentheses). Returns 0, or -1 if malformed. */

@@ -90,8 +90,9 @@ def denied(results, *names, allowed=("EPERM", "EACCES")):
         assert results.get(n) in allowed, f"{n}: {results.get(n)} (want one of {allowed})"
 
 
-def run_processes():
-    """(pid, uid) of every live process under a run's own identity."""
+def run_processes(supervisor=None):
+    """(pid, uid) of every live process under a run's own identity (of the run of that
+    supervisor only, when given)."""
     out = []
     for d in Path("/proc").iterdir():
         if not d.name.isdigit():
@@ -102,6 +103,8 @@ def run_processes():
             continue
         uid = int(st.split("\nUid:")[1].split()[0])
         state = st.split("\nState:")[1].split()[0]
+        if supervisor is not None and uid != RUN_ID_BASE + supervisor:
+            continue
         if RUN_ID_BASE <= uid < RUN_ID_END and state != "Z":
             out.append((int(d.name), uid))
     return out

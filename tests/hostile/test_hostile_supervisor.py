@@ -138,7 +138,7 @@ def test_a_killed_supervisor_leaves_nothing_and_the_run_is_lost():
         assert m, line
         sup = int(m.group(2))
         time.sleep(0.5)
-        assert run_processes(), "the run's processes are not there to kill"
+        assert run_processes(sup), "the run's processes are not there to kill"
         os.kill(sup, signal.SIGKILL)
         out, err = host.communicate(timeout=120)
     finally:
@@ -150,4 +150,4 @@ def test_a_killed_supervisor_leaves_nothing_and_the_run_is_lost():
     assert rep["status"] == "lost", (rep, err)
     assert host.returncode == 125
     assert "the run is lost" in err.decode()
-    assert not run_processes()
+    assert not run_processes(sup)

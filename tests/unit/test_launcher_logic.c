@@ -535,8 +535,9 @@ static void test_tree_descends_real(void **state)
 /* ----------------------------------------------------------------------------------------- */
 /* mafl_identity_sweep */
 
-/* The sweep runs as the uid it sweeps: it must not count itself as a survivor (it would then
- * sweep its full number of rounds and report one every time). */
+/* The sweep runs as the uid it sweeps: it must not count itself as a survivor; and it must
+ * count one that made itself non-dumpable (whose /proc/PID is root's), as this child is: it
+ * changed its uid without an exec. */
 static void test_identity_sweep(void **state)
 {
 	struct mafl_identity id = {.own = 1, .per_run = 1, .gid = 0};
@@ -550,7 +551,7 @@ static void test_identity_sweep(void **state)
 	id.uid = (uid_t)(MAFL_RUN_ID_BASE + (uid_t)getpid() + 7);
 	id.gid = (gid_t)id.uid;
 	/* Nobody runs as it: nothing found. */
-	assert_int_equal(mafl_identity_sweep(&id), 0);
+	assert_int_equal(mafl_identity_sweep(&id, 1), 0);
 	/* One process runs as it: killed, and reported. */
 	assert_int_equal(pipe(ready), 0);
 	victim = fork();
@@ -567,11 +568,11 @@ static void test_identity_sweep(void **state)
 	close(ready[1]);
 	assert_int_equal(read(ready[0], &c, 1), 1);
 	close(ready[0]);
-	assert_int_equal(mafl_identity_sweep(&id), 1);
+	assert_int_equal(mafl_identity_sweep(&id, 1), 1);
 	assert_int_equal(waitpid(victim, &st, 0), victim);
 	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
 	/* And afterwards nobody again. */
-	assert_int_equal(mafl_identity_sweep(&id), 0);
+	assert_int_equal(mafl_identity_sweep(&id, 1), 0);
 }
 
 /* ----------------------------------------------------------------------------------------- */
