@@ -151,3 +151,45 @@ def test_a_killed_supervisor_leaves_nothing_and_the_run_is_lost():
     assert host.returncode == 125
     assert "the run is lost" in err.decode()
     assert not run_processes(sup)
+
+
+def test_the_witness_in_the_session_is_out_of_reach():
+    # The run's witness sits in the program's own process group (so that a host's kill of
+    # the session ends it, and the run leaves nothing more behind). The program finds it
+    # there and tries to end it, stop it, move it out of the group, renice it away from
+    # the group, and to kill its own whole group: the witness survives all of it and
+    # writes the record, which says what the program's own group kill did to it.
+    proc, rep, r = run_hostile(r'''
+import signal, time
+me = os.getpid()
+members = []
+for d in os.listdir("/proc"):
+    if d.isdigit() and int(d) != me:
+        try:
+            f = open("/proc/%s/stat" % d).read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(f[2]) == os.getpgrp():
+            members.append(int(d))
+w = members[0] if members else 0
+attempt("kill", lambda: os.kill(w, signal.SIGKILL))
+attempt("stop", lambda: os.kill(w, signal.SIGSTOP))
+attempt("setpgid", lambda: os.setpgid(w, w))
+attempt("pidfd_kill", lambda: signal.pidfd_send_signal(os.pidfd_open(w), signal.SIGKILL))
+attempt("ptrace", lambda: sc(101, 16, w, 0, 0))
+attempt("environ", lambda: open("/proc/%d/environ" % w, "rb").read(64))
+# The group's priority as a whole stays the program's to set, as with a shell in the group.
+attempt("group_nice", lambda: os.setpriority(os.PRIO_PGRP, 0, 0))
+report(members=len(members))
+sys.stdout.flush()
+os.killpg(0, signal.SIGKILL)
+''', "--timeout", "60")
+    assert r is not None, proc.stderr
+    assert r["members"] == 1, r
+    denied(r, "kill", "stop", "setpgid", "pidfd_kill", "ptrace", "environ",
+           allowed=("EPERM", "EACCES", "ESRCH"))
+    assert r["group_nice"] == "ok", r
+    # The program killed its group, itself included: the record is there, written by the
+    # witness, and says so.
+    assert rep["status"] == "signaled", rep
+    assert rep["record"]["signal"] == 9 and rep["verified"], rep

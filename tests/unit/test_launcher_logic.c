@@ -1,6 +1,7 @@
 /* Unit tests for the launcher's pure logic: the Python environment (guest/run.c), the
  * /proc/PID/stat parser and the descendant check (guest/tree.c), when the channel reads a
  * response again (guest/channel.c) and the small parsers of guest/util.c. */
+#include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
@@ -24,6 +25,7 @@
 #include "run.h"
 #include "tree.h"
 #include "util.h"
+#include "witness.h"
 
 #define LEN(s) (sizeof(s) - 1)
 #define R "/tmp/run"
@@ -576,6 +578,57 @@ static void test_identity_sweep(void **state)
 }
 
 /* ----------------------------------------------------------------------------------------- */
+/* mafl_witness_parse, mafl_witness_hand_over */
+
+static void test_witness_hand_over(void **state)
+{
+	static const char rec[] = "{\"status\":\"exited\",\"exit_code\":3}";
+	char buf[8192], big[MAFP_EXIT_RECORD_MAX + 1];
+	const char *r, *c;
+	size_t rl, cl;
+	ssize_t n;
+	int p[2];
+
+	(void)state;
+	assert_int_equal(pipe(p), 0);
+	assert_int_equal(mafl_witness_hand_over(p[1], rec, strlen(rec), "3", 1), 0);
+	n = read_full(p[0], buf, sizeof(buf));
+	close(p[0]);
+	assert_true(n > 0);
+	assert_int_equal(mafl_witness_parse(buf, (size_t)n, &r, &rl, &c, &cl), 0);
+	assert_int_equal(rl, strlen(rec));
+	assert_memory_equal(r, rec, rl);
+	assert_int_equal(cl, 1);
+	assert_memory_equal(c, "3", 1);
+	/* Whole or nothing: cut short, one byte more, or the head alone. */
+	assert_int_equal(mafl_witness_parse(buf, (size_t)n - 1, &r, &rl, &c, &cl), -1);
+	buf[n] = 'x';
+	assert_int_equal(mafl_witness_parse(buf, (size_t)n + 1, &r, &rl, &c, &cl), -1);
+	assert_int_equal(mafl_witness_parse(buf, 12, &r, &rl, &c, &cl), -1);
+	assert_int_equal(mafl_witness_parse(buf, 0, &r, &rl, &c, &cl), -1);
+	/* Not a hand-over at all. */
+	buf[0] ^= 1;
+	assert_int_equal(mafl_witness_parse(buf, (size_t)n, &r, &rl, &c, &cl), -1);
+	/* No record (it could not be encoded) is allowed; no exit code, or too long, is not. */
+	assert_int_equal(pipe(p), 0);
+	assert_int_equal(mafl_witness_hand_over(p[1], "", 0, "137", 3), 0);
+	n = read_full(p[0], buf, sizeof(buf));
+	close(p[0]);
+	assert_int_equal(mafl_witness_parse(buf, (size_t)n, &r, &rl, &c, &cl), 0);
+	assert_int_equal(rl, 0);
+	assert_int_equal(cl, 3);
+	memset(big, 'x', sizeof(big));
+	assert_int_equal(pipe(p), 0);
+	assert_int_equal(mafl_witness_hand_over(p[1], big, sizeof(big), "1", 1), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(read_full(p[0], buf, sizeof(buf)), 0);	/* closed, nothing sent */
+	close(p[0]);
+	assert_int_equal(pipe(p), 0);
+	assert_int_equal(mafl_witness_hand_over(p[1], rec, strlen(rec), "", 0), -1);
+	close(p[0]);
+}
+
+/* ----------------------------------------------------------------------------------------- */
 /* channel_look_decide */
 
 static void test_look_decide(void **state)
@@ -854,6 +907,7 @@ int main(void)
 		cmocka_unit_test(test_tree_descends_fake),
 		cmocka_unit_test(test_tree_descends_real),
 		cmocka_unit_test(test_identity_sweep),
+		cmocka_unit_test(test_witness_hand_over),
 		cmocka_unit_test(test_look_decide),
 		cmocka_unit_test(test_parse_seconds_ms),
 		cmocka_unit_test(test_parse_u64),
