@@ -201,6 +201,7 @@ test: setup
 	$(MAKE) fuzz-smoke
 	$(MAKE) integration
 	$(MAKE) hostile
+	$(MAKE) images-test
 
 # The same suites with AddressSanitizer and UndefinedBehaviorSanitizer: the launcher is built
 # against glibc for it (sanitizers need a dynamic C library), the host side as usual. The unit

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import HOST_TOOLS, LAUNCHER, exit_record, launch_info, probe, wait_exit
+from conftest import HOST_TOOLS, LAUNCHER, exit_record, probe, wait_exit
 
 PYTHON = sys.executable
 
