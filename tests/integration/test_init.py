@@ -321,9 +321,11 @@ import os, sys, time
 r, w = os.pipe()
 pid = os.fork()
 if pid == 0:
+    child = os.getpid()
     g = os.fork()
     if g == 0:
-        while os.getppid() == pid:
+        # Once the child has exited, the grandchild's parent is whoever adopted it.
+        while os.getppid() == child:
             time.sleep(0.01)
         os.write(w, str(os.getppid()).encode())
         os._exit(0)
