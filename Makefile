@@ -201,6 +201,7 @@ test: setup
 	$(MAKE) fuzz-smoke
 	$(MAKE) integration
 	$(MAKE) hostile
+	$(MAKE) images-test
 
 # The same suites with AddressSanitizer and UndefinedBehaviorSanitizer: the launcher is built
 # against glibc for it (sanitizers need a dynamic C library), the host side as usual. The unit
@@ -249,8 +250,9 @@ size: $(BUILD)/maf-launch
 clean:
 	rm -rf $(BUILD)/gen $(BUILD)/guest-obj $(BUILD)/host-obj $(BUILD)/tests $(BUILD)/probes \
 		$(BUILD)/maf-launch $(BUILD)/maf-host $(BUILD)/libmafhost.a $(BUILD)/libmafhost.o \
-		$(BUILD)/libmafhost-internal.a $(BUILD)/libmafhost.so* $(BUILD)/asan
+		$(BUILD)/libmafhost-internal.a $(BUILD)/libmafhost.so* $(BUILD)/asan $(BUILD)/images
 
 -include tests/bench/bench.mk
 -include tests/fuzz/fuzz.mk
 -include tests/demo/demo.mk
+-include images/images.mk

@@ -19,6 +19,7 @@ static const struct command {
 	{"wait", cmd_wait, "block until request N or the run's exit marker exists; print it"},
 	{"stop", cmd_stop, "end a run's whole process tree through its verified supervisor"},
 	{"reclaim", cmd_reclaim, "delete a run directory without following symlinks or mounts"},
+	{"init", cmd_init, "a container's PID 1: reap orphans, forward signals, stop cleanly"},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

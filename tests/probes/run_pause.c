@@ -1,6 +1,5 @@
-/* A static probe that waits forever and reaps whatever is reparented to it: the init of a
- * FROM scratch test container (orphaned supervisors must not linger there as zombies), or a
- * program that only a signal ends. */
+/* A static probe that waits forever and reaps whatever is reparented to it: a program that
+ * only a signal ends, for images without a libc too. */
 #include <signal.h>
 #include <stddef.h>
 #include <sys/wait.h>

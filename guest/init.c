@@ -1,0 +1,238 @@
+/* maf-launch init: a minimal PID 1 for container images, so that a bare `docker run -d IMAGE`
+ * gives a container that reaps and stops cleanly.
+ *
+ * Every process whose parent ends is handed to the pid namespace's init. A process started
+ * by `docker exec` has its parent outside the container, so what it leaves behind (the
+ * supervisor of `maf-launch run`, which outlives the exec by design) becomes init's child;
+ * an init that never calls wait() keeps every such process a zombie forever. This one
+ * reaps them, forwards signals and exits cleanly:
+ *
+ * - Without CMD it waits and reaps until SIGTERM or SIGINT, then ends the rest (below) and
+ *   exits 0.
+ * - With CMD it starts CMD as its child, forwards SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1,
+ *   SIGUSR2 and SIGWINCH to it, reaps everything, and once CMD has ended, ends the rest and
+ *   exits with CMD's status (128+N when signal N ended it).
+ * - Ending the rest, as PID 1 only: SIGTERM to every other process in the namespace
+ *   (kill(-1)), so each run's supervisor ends its run and writes its markers; then it waits
+ *   up to the grace for them all to be gone, and SIGKILLs what is left.
+ * - Not PID 1, it makes itself the child subreaper, so CMD's orphans are still its own to
+ *   reap while it runs. It signals nothing but CMD: kill(-1) outside a container would reach
+ *   every process of the user.
+ *
+ * Signals are blocked and read from a signalfd in the one loop; no handler does any work. A
+ * blocked signal is queued even for a namespace's init, which the kernel otherwise spares
+ * the signals it has no handler for. */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "protocol.h"
+#include "util.h"
+
+#define INIT_DEFAULT_GRACE_MS 5000
+#define INIT_GRACE_MAX_MS 3600000LL
+/* During the grace only: a process whose parent is outside the container ends without a
+ * SIGCHLD here, so whether anyone is left is looked at this often as well. */
+#define INIT_GRACE_POLL_MS 50
+
+static void usage(FILE *f)
+{
+	fputs("usage: maf-launch init [--grace S] [--] [CMD [ARG]...]\n"
+	      "\n"
+	      "A minimal init for container images (ENTRYPOINT [\"/usr/local/bin/maf-launch\",\n"
+	      "\"init\"]): reaps every process handed to it, such as the supervisors that\n"
+	      "'maf-launch run' leaves behind a 'docker exec', and exits cleanly on\n"
+	      "'docker stop'.\n"
+	      "\n"
+	      "Without CMD it waits and reaps until SIGTERM or SIGINT, then exits 0.\n"
+	      "With CMD it runs CMD as its child, forwards SIGTERM, SIGINT, SIGHUP, SIGQUIT,\n"
+	      "SIGUSR1, SIGUSR2 and SIGWINCH to it, and exits with CMD's status (128+N when\n"
+	      "signal N ended it). CMD is looked up in PATH.\n"
+	      "\n"
+	      "As PID 1, before it exits, it sends SIGTERM to every other process in the\n"
+	      "container (each run's supervisor then ends its run and writes its markers),\n"
+	      "waits up to the grace for them to be gone, and SIGKILLs the rest; a second\n"
+	      "SIGTERM or SIGINT cuts the grace short. When it is not PID 1, it makes itself\n"
+	      "the child subreaper, so it still reaps CMD's orphans while it runs, and it\n"
+	      "signals nothing but CMD: what still runs when it exits goes to the next reaper.\n"
+	      "\n"
+	      "  --grace S   seconds the other processes have to end, as PID 1 (default: 5;\n"
+	      "              keep it below the engine's stop timeout, 10 s for docker stop)\n"
+	      "  --help      print this help\n"
+	      "\n"
+	      "Exit codes: CMD's status; without CMD 0; 2 usage; 125 init failed; 126 CMD\n"
+	      "cannot be executed; 127 CMD not found.\n", f);
+}
+
+/* What the loop knows. The signalfd is owned here and never closed: init exits with it. */
+struct init {
+	int sfd;
+	int pid1;		/* getpid() == 1 */
+	pid_t cmd;		/* CMD's pid while it runs, else 0 */
+	int cmd_status;		/* CMD's wait status, once it is reaped */
+	int cmd_done;
+};
+
+/* Reaps every child that has ended, and notes CMD's status when it is among them. */
+static void reap(struct init *in)
+{
+	pid_t p;
+	int st;
+
+	while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
+		if (in->cmd && p == in->cmd) {
+			in->cmd = 0;
+			in->cmd_status = st;
+			in->cmd_done = 1;
+		}
+	}
+}
+
+/* The next signal, or 0 when none came within timeout_ms (-1: wait as long as it takes). */
+static int next_signal(const struct init *in, int timeout_ms)
+{
+	struct signalfd_siginfo si;
+	struct pollfd pf = {.fd = in->sfd, .events = POLLIN};
+	ssize_t n;
+
+	for (;;) {
+		n = read(in->sfd, &si, sizeof(si));
+		if (n == (ssize_t)sizeof(si))
+			return (int)si.ssi_signo;
+		if (n >= 0)
+			die(MAFP_EXIT_LAUNCHER, "the signal descriptor returned a short read");
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN)
+			die_errno(MAFP_EXIT_LAUNCHER, "cannot read the signal descriptor");
+		pf.revents = 0;
+		if (poll(&pf, 1, timeout_ms) < 0 && errno != EINTR)
+			die_errno(MAFP_EXIT_LAUNCHER, "cannot wait for a signal");
+		if (!pf.revents && timeout_ms >= 0)
+			return 0;
+	}
+}
+
+/* True while a process other than init is alive or a zombie in init's namespace. */
+static int others_left(void)
+{
+	return kill(-1, 0) == 0 || errno != ESRCH;
+}
+
+/* As PID 1: SIGTERM to every other process, the grace for them to go (reaping those that
+ * are init's), then SIGKILL to what is left; init's exit then takes the rest with it. */
+static void end_the_rest(struct init *in, long long grace_ms)
+{
+	long long deadline = now_ms() + grace_ms;
+
+	if (!in->pid1 || kill(-1, SIGTERM) < 0)
+		return;
+	for (;;) {
+		long long left;
+		int sig;
+
+		reap(in);
+		if (!others_left())
+			return;
+		left = deadline - now_ms();
+		if (left <= 0)
+			break;
+		sig = next_signal(in, left < INIT_GRACE_POLL_MS ? (int)left : INIT_GRACE_POLL_MS);
+		if (sig == SIGTERM || sig == SIGINT)
+			break;
+	}
+	warnx("processes still running after the %lld ms grace: killing them", grace_ms);
+	kill(-1, SIGKILL);
+}
+
+/* Starts CMD with the signal mask init had before it blocked its own. Dies in the child,
+ * with 127 or 126 as a shell would, when CMD cannot be executed. */
+static pid_t start_cmd(char **cmd, const sigset_t *old)
+{
+	pid_t pid = fork();
+
+	if (pid < 0)
+		die_errno(MAFP_EXIT_LAUNCHER, "cannot fork to start %s", cmd[0]);
+	if (pid > 0)
+		return pid;
+	sigprocmask(SIG_SETMASK, old, NULL);
+	execvp(cmd[0], cmd);
+	die_errno(errno == ENOENT ? MAFP_EXIT_NOT_FOUND : MAFP_EXIT_CANNOT_EXEC,
+		  "cannot execute %s", cmd[0]);
+}
+
+int cmd_init(int argc, char **argv)
+{
+	static const int forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2,
+					SIGWINCH};
+	struct init in = {.sfd = -1};
+	long long grace_ms = INIT_DEFAULT_GRACE_MS;
+	sigset_t mask, old;
+	const char *v;
+	char **cmd = NULL;
+	size_t k;
+	int i;
+
+	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			usage(stdout);
+			return 0;
+		}
+		if (strcmp(argv[i], "--") == 0) {
+			i++;
+			break;
+		}
+		if (opt_take(argc, argv, &i, "--grace", &v)) {
+			if (parse_seconds_ms(v, INIT_GRACE_MAX_MS, &grace_ms) < 0)
+				die(MAFP_EXIT_USAGE, "--grace takes a number of seconds up to 3600, "
+				    "not '%s'", v);
+			continue;
+		}
+		die(MAFP_EXIT_USAGE, "unknown option '%s' (try 'maf-launch init --help')", argv[i]);
+	}
+	if (i < argc)
+		cmd = argv + i;
+
+	in.pid1 = getpid() == 1;
+	if (!in.pid1 && prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
+		die_errno(MAFP_EXIT_LAUNCHER, "cannot become the child subreaper");
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	for (k = 0; k < sizeof(forwarded) / sizeof(forwarded[0]); k++)
+		sigaddset(&mask, forwarded[k]);
+	if (sigprocmask(SIG_BLOCK, &mask, &old) < 0)
+		die_errno(MAFP_EXIT_LAUNCHER, "cannot block signals");
+	in.sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (in.sfd < 0)
+		die_errno(MAFP_EXIT_LAUNCHER, "cannot create the signal descriptor");
+	if (cmd)
+		in.cmd = start_cmd(cmd, &old);
+
+	for (;;) {
+		int sig;
+
+		reap(&in);
+		if (in.cmd_done)
+			break;
+		sig = next_signal(&in, -1);
+		if (sig == SIGCHLD)
+			continue;
+		if (in.cmd)
+			kill(in.cmd, sig);
+		else if (sig == SIGTERM || sig == SIGINT)
+			break;
+	}
+	end_the_rest(&in, grace_ms);
+	if (!in.cmd_done)
+		return 0;
+	if (WIFSIGNALED(in.cmd_status))
+		return 128 + WTERMSIG(in.cmd_status);
+	return WEXITSTATUS(in.cmd_status);
+}
