@@ -33,7 +33,8 @@ GUEST_LDFLAGS ?= -static -s -Wl,--gc-sections -Wl,-z,noseparate-code -Wl,--build
 # libseccomp builds the filters when maf-launch is built (filtergen); the launcher links none.
 GUEST_LIBS ?= $(TP)/musl/lib/libseccomp.a
 
-HOST_CFLAGS := $(COMMON) $(WARN) $(HARDEN) -O2 -g -Ihost/include -Ihost/src -Iguest $(SAN)
+HOST_CFLAGS := $(COMMON) $(WARN) $(HARDEN) -O2 -g -Ihost/include -Ihost/src -Ihost/backends \
+	-Iguest $(SAN)
 HOST_LDFLAGS := $(SAN)
 
 # The library's version, from the header; 0.x: a minor release may change the ABI, so the
@@ -42,9 +43,11 @@ MAFH_VERSION := $(shell sed -n 's/^.define MAFH_VERSION "\(.*\)"$$/\1/p' host/in
 MAFH_SOVERSION := $(word 1,$(subst ., ,$(MAFH_VERSION))).$(word 2,$(subst ., ,$(MAFH_VERSION)))
 MAFH_SONAME := libmafhost.so.$(MAFH_SOVERSION)
 MAFH_SO := libmafhost.so.$(MAFH_VERSION)
-# What the library needs beyond libc: pthread mutexes (in libc from glibc 2.34 on) and the
-# math cJSON uses where the compiler does not inline it.
-MAFH_LIBS := -lm -lpthread
+# What the library needs beyond libc: libcurl and libarchive (the Docker backend's HTTP and
+# tar), pthread mutexes (in libc from glibc 2.34 on) and the math cJSON uses where the
+# compiler does not inline it. The .pc's Libs.private: a host linking the archive gets these
+# shared, with their own dependencies (a fully static host needs their -dev packages' own).
+MAFH_LIBS := -lcurl -larchive -lm -lpthread
 
 GUEST_SRC := $(wildcard guest/*.c)
 SHARED_SRC := $(wildcard shared/*.c)
@@ -149,13 +152,13 @@ $(BUILD)/libmafhost-internal.a: $(HOST_OBJ)
 	ar rcs $@ $^
 
 $(BUILD)/maf-host: $(patsubst %.c,$(BUILD)/host-obj/%.o,$(HOSTCLI_SRC)) $(BUILD)/libmafhost-internal.a
-	$(CC) $(HOST_LDFLAGS) -o $@ $^ -lm
+	$(CC) $(HOST_LDFLAGS) -o $@ $^ $(MAFH_LIBS)
 
 # Unit tests link the host library, the launcher's logic and cmocka.
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libmafhost-internal.a $(GUEST_HOSTOBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(HOST_CFLAGS) -Itests/unit -o $@ $< $(GUEST_HOSTOBJ) $(BUILD)/libmafhost-internal.a \
-		$(HOST_LDFLAGS) -lcmocka -lseccomp -lm
+		$(HOST_LDFLAGS) -lcmocka -lseccomp $(MAFH_LIBS)
 
 # Probes are static musl programs the integration tests run inside the sandbox.
 $(BUILD)/probes/%: tests/probes/%.c $(TP_STAMP)
