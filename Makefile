@@ -69,8 +69,8 @@ PROBE_BIN := $(patsubst tests/probes/%.c,$(BUILD)/probes/%,$(PROBE_SRC))
 
 TP_STAMP := $(TP)/.stamp
 
-.PHONY: all deps setup test unit integration hostile asan fuzz bench-launch bench-calls demo clean \
-	size probes install install-check shim-check
+.PHONY: all deps setup test unit integration hostile docker asan fuzz bench-launch bench-calls demo \
+	clean size probes install install-check shim-check
 .DELETE_ON_ERROR:
 
 all: $(BUILD)/maf-launch $(BUILD)/libmafhost.a $(BUILD)/$(MAFH_SO) \
@@ -195,6 +195,16 @@ integration: all $(PROBE_BIN)
 hostile: all
 	MAF_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -p no:cacheprovider tests/hostile
 
+# The Docker backend against the engine (tests/docker): docker_ops drives it through
+# libmafhost's API, maf-host run drives whole runs. Skipped where no engine answers, unless
+# REQUIRE_DOCKER=1.
+DOCKER_OPS := $(BUILD)/docker/docker_ops
+$(DOCKER_OPS): tests/docker/docker_ops.c $(BUILD)/libmafhost-internal.a
+	@mkdir -p $(dir $@)
+	$(CC) $(HOST_CFLAGS) -o $@ $< $(BUILD)/libmafhost-internal.a $(HOST_LDFLAGS) $(MAFH_LIBS)
+docker: all $(PROBE_BIN) $(DOCKER_OPS)
+	MAF_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -p no:cacheprovider tests/docker
+
 # The README's test command: set up the machine, build, run every test.
 test: setup
 	$(MAKE) all
@@ -204,6 +214,7 @@ test: setup
 	$(MAKE) fuzz-smoke
 	$(MAKE) integration
 	$(MAKE) hostile
+	$(MAKE) docker
 
 # The same suites with AddressSanitizer and UndefinedBehaviorSanitizer: the launcher is built
 # against glibc for it (sanitizers need a dynamic C library), the host side as usual. The unit
@@ -216,7 +227,7 @@ ASAN_MAKE = BUILD=build/asan SAN="$(ASAN_FLAGS)" GUEST_CC="$(CC)" \
 	GUEST_LDFLAGS="$(ASAN_FLAGS)" GUEST_LIBS=-lseccomp
 asan: setup deps
 	$(MAKE) $(ASAN_MAKE) all unit
-	ASAN_OPTIONS=detect_leaks=0 $(MAKE) $(ASAN_MAKE) integration hostile
+	ASAN_OPTIONS=detect_leaks=0 $(MAKE) $(ASAN_MAKE) integration hostile docker
 
 PC_LIBDIR = $(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))
 PC_INCLUDEDIR = $(patsubst $(PREFIX)/%,$${prefix}/%,$(INCLUDEDIR))
@@ -252,7 +263,7 @@ size: $(BUILD)/maf-launch
 clean:
 	rm -rf $(BUILD)/gen $(BUILD)/guest-obj $(BUILD)/host-obj $(BUILD)/tests $(BUILD)/probes \
 		$(BUILD)/maf-launch $(BUILD)/maf-host $(BUILD)/libmafhost.a $(BUILD)/libmafhost.o \
-		$(BUILD)/libmafhost-internal.a $(BUILD)/libmafhost.so* $(BUILD)/asan
+		$(BUILD)/libmafhost-internal.a $(BUILD)/libmafhost.so* $(BUILD)/docker $(BUILD)/asan
 
 -include tests/bench/bench.mk
 -include tests/fuzz/fuzz.mk
