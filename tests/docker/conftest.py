@@ -83,7 +83,7 @@ def image(engine, tmp_path_factory):
     root.mkdir()
     shutil.copy(HERE / "Dockerfile", ctx / "Dockerfile")
     for probe, name in (("run_pause", "pause"), ("run_hello", "hello"), ("spew", "spew"),
-                        ("chan_call", "chan_call")):
+                        ("chan_call", "chan_call"), ("rename_on_close", "rename_on_close")):
         shutil.copy(PROBES / probe, root / name)
     if launcher_is_static():
         (root / "usr/local/bin").mkdir(parents=True)

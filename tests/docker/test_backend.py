@@ -193,6 +193,35 @@ def test_write_never_replaces_a_directory(backend, container, tmpdir_in):
     assert backend("read", path=f"{tmpdir_in}/d/inside", cap=10)["hex"] == b"1"
 
 
+def test_a_file_taken_as_soon_as_it_is_closed_is_written(backend, tmpdir_in):
+    # The engine sets a file's owner, mode and times after closing it; a guest that renames
+    # it at once (the supervisor reuses a relayed response so) makes that fail, once the
+    # data is in. rename_on_close renames every file closed in its directory; the exec
+    # that starts it times out while it goes on.
+    watched = f"{tmpdir_in}/watched"
+    r = backend("exec", argv=["/rename_on_close", watched], timeout_ms=300, out_cap=100)
+    assert r["timed_out"], r
+    # Ready once a file written there is taken (the wait is a safety net).
+    for _ in range(3000):
+        assert backend("write", path=f"{watched}/probe", hex="00")["rc"] == 0
+        if backend("read", path=f"{watched}/probe.taken", cap=1)["status"] == "ok":
+            break
+    else:
+        raise AssertionError("rename_on_close never took a file")
+    # Each write and each read of a file there costs the engine an extraction (tens of ms):
+    # 40 files, of which the engine fails to finish some (one in seven, here).
+    for i in range(40):
+        data = f"file {i}".encode()
+        r = backend("write", path=f"{watched}/f{i}", hex=data.hex())
+        assert r["rc"] == 0, r["message"]
+        # Taken whole (the wait is a safety net).
+        for _ in range(3000):
+            got = backend("read", path=f"{watched}/f{i}.taken", cap=100)
+            if got["status"] != "absent":
+                break
+        assert (got["status"], got["hex"]) == ("ok", data)
+
+
 def test_mkdtemp_makes_fresh_private_directories(backend, container):
     a = backend("mkdtemp", template="/tmp/mk-XXXXXX")
     b = backend("mkdtemp", template="/tmp/mk-XXXXXX")
