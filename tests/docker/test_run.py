@@ -16,7 +16,7 @@ from conftest import (GUEST_LAUNCHER, HOST, TOOLS_SERVER, docker, engine_socket,
 TOOLS = ["--tools-server", f"/usr/bin/python3 {TOOLS_SERVER} ok", "--tool", "add",
          "--tool", "echo", "--tool", "fail"]
 
-pytestmark = pytest.mark.usefixtures("needs_launcher")
+launched = pytest.mark.usefixtures("needs_launcher")
 
 
 def calls(*pairs):
@@ -35,6 +35,7 @@ def call_lines(report):
     return [line for line in report["output"].splitlines() if re.match(r"\w+ rc=", line)]
 
 
+@launched
 @pytest.mark.parametrize("transport", ["auto", "files"])
 def test_a_static_program_calls_host_tools(container, transport):
     proc, rep = host_run("--backend", f"docker:{container}", "--transport", transport,
@@ -58,6 +59,7 @@ def test_a_static_program_calls_host_tools(container, transport):
     assert_left_clean(container)
 
 
+@launched
 def test_many_calls_in_one_run(container):
     # Each answer is a file the engine writes and the supervisor reuses for the next
     # request as soon as it is relayed.
@@ -71,6 +73,7 @@ def test_many_calls_in_one_run(container):
     assert_left_clean(container)
 
 
+@launched
 def test_exit_code_and_output(container):
     proc, rep = host_run("--backend", f"docker:{container}", "--guest-program", "/hello",
                          "--", "7")
@@ -81,6 +84,7 @@ def test_exit_code_and_output(container):
     assert_left_clean(container)
 
 
+@launched
 def test_a_run_past_its_deadline_is_stopped_and_reclaimed(container):
     proc, rep = host_run("--backend", f"docker:{container}", "--timeout", "1",
                          "--guest-program", "/pause")
@@ -93,6 +97,7 @@ def test_a_run_past_its_deadline_is_stopped_and_reclaimed(container):
     assert_left_clean(container)
 
 
+@launched
 def test_a_run_stopped_by_a_signal(container):
     # SIGTERM to maf-host stops the run: `maf-launch stop` over exec, then reclaim.
     proc = subprocess.Popen([str(HOST), "run", "--json", "--verbose", "--backend",
@@ -112,6 +117,7 @@ def test_a_run_stopped_by_a_signal(container):
     assert_left_clean(container)
 
 
+@launched
 def test_keep_run_dir(container):
     proc, rep = host_run("--backend", f"docker:{container}", "--keep-run-dir",
                          "--guest-program", "/hello")
@@ -125,6 +131,7 @@ def test_keep_run_dir(container):
     assert_left_clean(container)
 
 
+@launched
 def test_a_program_that_cannot_start(container):
     proc, rep = host_run("--backend", f"docker:{container}", "--guest-program",
                          "/no-such-program")
