@@ -76,6 +76,11 @@ def engine():
         assert p.exists(), f"{p} is not built (make docker builds it)"
 
 
+@pytest.fixture(autouse=True)
+def _every_test_needs_the_engine(engine):
+    """Skips (or with REQUIRE_DOCKER=1 fails) every test here where no engine answers."""
+
+
 @pytest.fixture(scope="session")
 def image(engine, tmp_path_factory):
     ctx = tmp_path_factory.mktemp("docker-context")
