@@ -397,7 +397,7 @@ static int docker_write_file(void *ctx, const char *path, const void *data, size
 	struct docker_request req = {.method = "PUT", .content_type = "application/x-tar",
 				     .timeout_ms = REQUEST_TIMEOUT_MS};
 	struct docker_reply r = {0};
-	char *tar = NULL, *target = NULL, what[DOCKER_PATH_MAX + 200], msg[200];
+	char *tar = NULL, *target = NULL, what[DOCKER_PATH_MAX + 200], *msg = NULL;
 	size_t tar_len;
 	int rc;
 
@@ -425,12 +425,17 @@ static int docker_write_file(void *ctx, const char *path, const void *data, size
 	if (r.timed_out) {
 		rc = timed_out(d, what, req.timeout_ms, err);
 	} else if (r.status != 200) {
-		mafh__docker_message(r.body, r.body_len, msg, sizeof(msg));
-		rc = mafh__docker_written_then_gone(msg, path) ? 0 : engine_error(d, &r, what, err);
+		/* The whole message: the path it names may be long. */
+		msg = malloc(DOCKER_ERROR_BODY_MAX + 1);
+		if (msg)
+			mafh__docker_message(r.body, r.body_len, msg, DOCKER_ERROR_BODY_MAX + 1);
+		rc = msg && mafh__docker_written_then_gone(msg, path) ? 0
+								       : engine_error(d, &r, what, err);
 	}
 out:
 	pthread_mutex_unlock(&d->lock);
 	mafh__docker_reply_clear(&r);
+	free(msg);
 	free(target);
 	free(tar);
 	return rc;
