@@ -61,6 +61,48 @@ static const char *cmdline_run_dir(const char *args, size_t len)
 	return NULL;
 }
 
+/* 1 when every uid of the process behind procfd (real, effective, saved, filesystem, from
+ * its status, which anyone may read) is the caller's effective uid, else 0 with why. */
+static int all_uids_ours(int procfd, char *why, size_t size)
+{
+	char buf[4096], *line, *end;
+	long u;
+	uid_t me = geteuid();
+	ssize_t n;
+	int fd, i;
+
+	fd = openat(procfd, "status", O_RDONLY | O_CLOEXEC);
+	n = fd < 0 ? -1 : read_full(fd, buf, sizeof(buf) - 1);
+	if (fd >= 0)
+		close(fd);
+	if (n < 0) {
+		snprintf(why, size, "its status cannot be read (%s)", strerror(errno));
+		return 0;
+	}
+	buf[n] = '\0';
+	line = strstr(buf, "\nUid:");
+	if (!line) {
+		snprintf(why, size, "its status names no uids");
+		return 0;
+	}
+	line += 5;
+	for (i = 0; i < 4; i++, line = end) {
+		while (*line == '\t' || *line == ' ')
+			line++;
+		u = strtol(line, &end, 10);
+		if (end == line) {
+			snprintf(why, size, "its status names no uids");
+			return 0;
+		}
+		if (u != (long)me) {
+			snprintf(why, size, "its executable cannot be read, and it runs as uid %lu, "
+				 "not %lu", (unsigned long)u, (unsigned long)me);
+			return 0;
+		}
+	}
+	return 1;
+}
+
 int mafl_prove_supervisor(pid_t pid, const char *run_dir, const struct stat *self, char *why,
 			  size_t size)
 {
@@ -77,12 +119,19 @@ int mafl_prove_supervisor(pid_t pid, const char *run_dir, const struct stat *sel
 		snprintf(why, size, "there is no process %d", (int)pid);
 		return -1;
 	}
-	/* stat follows the exe link to the executable's inode, even a deleted one. */
+	/* stat follows the exe link to the executable's inode, even a deleted one. A supervisor
+	 * is not dumpable, so a caller without CAP_SYS_PTRACE (root in a container with the
+	 * engine's default capabilities) cannot follow the link (EACCES): the process must
+	 * then be one of the caller's own uid, which a program run under an identity of its
+	 * own cannot make, and pass the checks below. */
 	if (fstatat(procfd, "exe", &st, 0) < 0) {
-		snprintf(why, size, "its executable cannot be read (%s)", strerror(errno));
-		goto out;
-	}
-	if (st.st_dev != self->st_dev || st.st_ino != self->st_ino) {
+		if (errno != EACCES) {
+			snprintf(why, size, "its executable cannot be read (%s)", strerror(errno));
+			goto out;
+		}
+		if (!all_uids_ours(procfd, why, size))
+			goto out;
+	} else if (st.st_dev != self->st_dev || st.st_ino != self->st_ino) {
 		snprintf(why, size, "it does not run this maf-launch executable");
 		goto out;
 	}

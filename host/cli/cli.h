@@ -59,7 +59,8 @@ void cmd_shim_usage(FILE *f);
 /* What report.c prints beside the library's result. */
 struct cli_report {
 	const struct mafh_run_result *res;
-	const char *backend;         /* "local" */
+	const char *backend;         /* "local", "docker:CONTAINER" */
+	long long engine_requests;   /* the Docker backend's requests to the engine; -1: none */
 	const char *transport;       /* as asked: "auto", "files", "wait" */
 	long long latency_ms;        /* --simulate-latency-ms, 0 if none */
 	const char *run_dir;         /* shown only when kept */

@@ -253,6 +253,8 @@ int cli_report_json(FILE *f, const struct cli_report *r)
 	put(o, "backend", text_or_null(r->backend), &failed);
 	put(o, "transport", text_or_null(r->transport), &failed);
 	put(o, "simulated_latency_ms", number(r->latency_ms), &failed);
+	put(o, "engine_requests", r->engine_requests >= 0 ? number(r->engine_requests)
+							   : cJSON_CreateNull(), &failed);
 	put(o, "pid", number(res->pid), &failed);
 	put(o, "supervisor_pid", number(res->supervisor_pid), &failed);
 	put(o, "session", cJSON_CreateBool(res->session), &failed);
@@ -304,6 +306,8 @@ void cli_report_summary(FILE *f, const struct cli_report *r)
 	if (r->latency_ms > 0)
 		fprintf(f, " (+%lld ms simulated per operation)", r->latency_ms);
 	fprintf(f, ", transport %s\n", r->transport);
+	if (r->engine_requests >= 0)
+		fprintf(f, "engine requests %lld to the Docker engine\n", r->engine_requests);
 	fprintf(f, "wall time       %lld ms", (long long)res->wall_ms);
 	if (res->calls > 0)
 		fprintf(f, " (%.1f ms per call)", (double)res->wall_ms / (double)res->calls);

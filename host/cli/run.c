@@ -40,7 +40,8 @@ struct run_cmd {
 	struct run_events events;
 	struct mafh_registry *reg;
 	struct mafh_backend *backend;
-	char *launcher;
+	struct mafh_backend *docker;  /* the Docker backend in backend (borrowed), or NULL */
+	char *launcher;               /* local: the launcher looked for; docker: NULL */
 	struct mafh_run_options opts;
 	char *program;
 	size_t program_len;
@@ -277,18 +278,32 @@ static void build_registry(struct run_cmd *c)
 	}
 }
 
-/* The local backend, behind the latency wrapper when asked. The launcher is looked at when
- * the run starts (run_start), after every usage error. */
+/* The local or the Docker backend, behind the latency wrapper when asked. The local
+ * launcher is looked at when the run starts (run_start), after every usage error; the
+ * Docker backend asks the engine about the container now. */
 static void build_backend(struct run_cmd *c)
 {
+	struct mafh_error err = {0};
 	int rc;
 
-	c->launcher = find_launcher(cli_argv0);
-	if (!c->launcher)
-		cli_die(CLI_EXIT_FAILURE, "out of memory");
-	rc = mafh_backend_local_new(c->launcher, &c->backend);
-	if (rc < 0)
-		cli_die(CLI_EXIT_FAILURE, "cannot make the local backend: %s", mafh_strerror(rc));
+	if (c->args.container) {
+		rc = mafh_backend_docker_new(c->args.container, c->args.launcher, NULL,
+					     &c->backend, &err);
+		if (rc == MAFH_ENOMEM)
+			cli_die(CLI_EXIT_FAILURE, "out of memory");
+		if (rc < 0)
+			cli_die(CLI_EXIT_FAILURE, "%s", cli_sentence(&err, rc));
+		c->docker = c->backend;
+	} else {
+		c->launcher = c->args.launcher ? strdup(c->args.launcher)
+					       : find_launcher(cli_argv0);
+		if (!c->launcher)
+			cli_die(CLI_EXIT_FAILURE, "out of memory");
+		rc = mafh_backend_local_new(c->launcher, &c->backend);
+		if (rc < 0)
+			cli_die(CLI_EXIT_FAILURE, "cannot make the local backend: %s",
+				mafh_strerror(rc));
+	}
 	if (c->args.latency_ms > 0) {
 		rc = mafh_backend_latency_new(c->backend, (int64_t)c->args.latency_ms,
 					      &c->backend);
@@ -306,6 +321,7 @@ static void judge(struct run_cmd *c, const char *option, const char *value)
 {
 	static const char *const argv[] = {"python3", NULL};
 	struct mafh_run_options o = c->opts;
+	const char *const *prog_argv = c->prog_argv ? c->prog_argv : argv;
 	struct mafh_registry *reg;
 	struct mafh_run *run;
 	struct mafh_error err = {0};
@@ -316,13 +332,16 @@ static void judge(struct run_cmd *c, const char *option, const char *value)
 	if (mafh_registry_new(&reg) < 0)
 		cli_die(CLI_EXIT_FAILURE, "out of memory");
 	o.run_dir = "/maf-host";
-	o.argv = argv;
+	o.argv = prog_argv;
+	o.program = NULL;
 	o.on_event = NULL;
 	rc = mafh_run_new_sansio(reg, mafh_backend_caps(c->backend), &o, &run, &err);
 	mafh_run_free(run);
 	mafh_registry_free(reg);
 	if (rc == MAFH_ENOMEM)
 		cli_die(CLI_EXIT_FAILURE, "out of memory");
+	if (rc < 0 && !option)
+		cli_usage_error("%s", cli_sentence(&err, rc));
 	if (rc < 0)
 		cli_usage_error("%s %s: %s", option, value, cli_sentence(&err, rc));
 }
@@ -397,30 +416,99 @@ static void *stop_watcher(void *arg)
 	}
 }
 
-/* Reads the program, makes the run directory and the run (python3 R/host_tools/program.py
- * ARGS...), and starts the tools server. */
+/* The run directory: a fresh directory under $TMPDIR or /tmp here, or under /tmp in the
+ * container, made by the engine. */
+static char *make_docker_run_dir(struct run_cmd *c)
+{
+	struct mafh_error err = {0};
+	char *dir = strdup("/tmp/maf-host-XXXXXX");
+	int rc;
+
+	if (!dir)
+		cli_die(CLI_EXIT_FAILURE, "out of memory");
+	rc = mafh_backend_docker_mkdtemp(c->docker, dir, &err);
+	if (rc < 0) {
+		if (c->serve.server)
+			tools_server_free(c->serve.server);
+		cli_die(CLI_EXIT_FAILURE, "cannot make a run directory in the container %s: %s",
+			c->args.container, cli_sentence(&err, rc));
+	}
+	return dir;
+}
+
+/* maf-launch in the container, when named by a path: looked for before anything is made
+ * there, since without it the run directory could not be reclaimed either. */
+static void check_docker_launcher(struct run_cmd *c)
+{
+	const char *launcher = mafh_backend_launcher_path(c->backend);
+	struct mafh_error err = {0};
+	struct mafh_stat st;
+	int rc;
+
+	if (!strchr(launcher, '/'))
+		return;
+	rc = mafh_backend_stat(c->backend, launcher, &st, &err);
+	if (rc < 0)
+		cli_die(CLI_EXIT_FAILURE, "cannot look for the launcher %s in the container %s: %s",
+			launcher, c->args.container, cli_sentence(&err, rc));
+	if (!st.exists || (st.type != MAFH_FILE_REGULAR && st.type != MAFH_FILE_SYMLINK))
+		cli_die(CLI_EXIT_FAILURE, "there is no launcher %s in the container %s (put "
+			"maf-launch there, or name it with --launcher)", launcher,
+			c->args.container);
+}
+
+/* Reads the program (none with --guest-program), makes the run's argv (python3
+ * R/host_tools/program.py ARGS..., or the guest program and its ARGS), starts the tools
+ * server, and makes the run directory and the run. Whatever the user may have got wrong is
+ * refused before anything is made. */
 static void run_start(struct run_cmd *c)
 {
 	struct run_args *a = &c->args;
 	struct mafh_error err = {0};
-	size_t i;
+	size_t i, first;
 	int rc;
 
-	c->program = read_program(a->program_path, &c->program_len);
-	if (strchr(c->launcher, '/') && access(c->launcher, X_OK) < 0)
+	if (a->program_path)
+		c->program = read_program(a->program_path, &c->program_len);
+	if (!c->docker && strchr(c->launcher, '/') && access(c->launcher, X_OK) < 0)
 		cli_die(CLI_EXIT_FAILURE, "cannot use the launcher %s: %s (build it, or set "
 			"MAF_LAUNCH)", c->launcher, strerror(errno));
-	c->run_dir = make_run_dir();
-	if (asprintf(&c->prog_file, "%s/%s/%s", c->run_dir, MAFP_DIR_HOST_TOOLS,
-		     MAFP_FILE_PROGRAM) < 0)
-		cli_die(CLI_EXIT_FAILURE, "out of memory");
+	if (c->docker)
+		check_docker_launcher(c);
 	c->prog_argv = calloc(a->n_program_args + 3, sizeof(*c->prog_argv));
 	if (!c->prog_argv)
 		cli_die(CLI_EXIT_FAILURE, "out of memory");
-	c->prog_argv[0] = "python3";
-	c->prog_argv[1] = c->prog_file;
+	if (a->guest_program) {
+		c->prog_argv[0] = a->guest_program;
+		first = 1;
+	} else {
+		/* R is not known yet: its place is filled once R is made. */
+		c->prog_argv[0] = "python3";
+		c->prog_argv[1] = "/maf-host/program.py";
+		first = 2;
+	}
 	for (i = 0; i < a->n_program_args; i++)
-		c->prog_argv[2 + i] = a->program_args[i];
+		c->prog_argv[first + i] = a->program_args[i];
+	/* The program's arguments are the last thing the library judges. */
+	judge(c, NULL, "");
+
+	/* Tools run on the host's clock, never past the run's deadline. */
+	if (a->server_command) {
+		char why[256];
+
+		c->serve.server = tools_server_start(a->server_command,
+						     c->serve.response_max + SERVER_LINE_SLACK,
+						     why, sizeof(why));
+		if (!c->serve.server)
+			cli_die(CLI_EXIT_FAILURE, "%s", why);
+	}
+	c->run_dir = c->docker ? make_docker_run_dir(c) : make_run_dir();
+	if (!a->guest_program) {
+		if (asprintf(&c->prog_file, "%s/%s/%s", c->run_dir, MAFP_DIR_HOST_TOOLS,
+			     MAFP_FILE_PROGRAM) < 0)
+			cli_die(CLI_EXIT_FAILURE, "out of memory");
+		c->prog_argv[1] = c->prog_file;
+	}
 	c->opts.run_dir = c->run_dir;
 	c->opts.program = c->program;
 	c->opts.program_len = c->program_len;
@@ -428,28 +516,17 @@ static void run_start(struct run_cmd *c)
 
 	rc = mafh_run_new(c->reg, c->backend, &c->opts, &c->run, &err);
 	if (rc < 0) {
-		rmdir(c->run_dir);
-		/* What is left to refuse here is the user's: the program's arguments. */
-		if (rc == MAFH_EINVAL)
-			cli_usage_error("%s", cli_sentence(&err, rc));
+		if (c->serve.server)
+			tools_server_free(c->serve.server);
+		if (c->docker)
+			cli_warn("the empty run directory %s is left in the container %s",
+				 c->run_dir, a->container);
+		else
+			rmdir(c->run_dir);
 		cli_die(CLI_EXIT_FAILURE, "cannot start the run: %s", cli_sentence(&err, rc));
 	}
 	c->events.res = mafh_run_result(c->run);
-
-	/* Tools run on the host's clock, never past the run's deadline. */
 	c->serve.deadline_ms = mono_ms() + a->timeout_ms;
-	if (a->server_command) {
-		char why[256];
-
-		c->serve.server = tools_server_start(a->server_command,
-						     c->serve.response_max + SERVER_LINE_SLACK,
-						     why, sizeof(why));
-		if (!c->serve.server) {
-			mafh_run_free(c->run);
-			rmdir(c->run_dir);
-			cli_die(CLI_EXIT_FAILURE, "%s", why);
-		}
-	}
 }
 
 /* Drives the run to its end, SIGINT, SIGTERM and SIGHUP stopping it cleanly; then ends the
@@ -528,6 +605,8 @@ static int run_report(struct run_cmd *c)
 	int code = host_exit_code(res);
 	struct cli_report rep = {
 		.res = res, .backend = a->backend,
+		.engine_requests = c->docker ? (long long)mafh_backend_docker_requests(c->docker)
+					     : -1,
 		.transport = a->transport ? a->transport : "auto",
 		.latency_ms = (long long)a->latency_ms,
 		.run_dir = a->keep_run_dir ? c->run_dir : NULL, .error = server_error,
@@ -535,8 +614,9 @@ static int run_report(struct run_cmd *c)
 
 	if (c->drive_rc < 0 && res->status == MAFH_RUN_RUNNING)
 		code = CLI_EXIT_FAILURE;
-	/* The library reclaims the tree below R; R itself is ours (mkdtemp). */
-	if (!a->keep_run_dir)
+	/* The library reclaims the run directory; here R itself is ours (mkdtemp), and is
+	 * removed if anything kept it. */
+	if (!a->keep_run_dir && !c->docker)
 		rmdir(c->run_dir);
 
 	rep.exit_code = code;
@@ -587,7 +667,9 @@ static int run_report(struct run_cmd *c)
 			 "itself", res->landlock[0] ? res->landlock : "not said");
 	if (res->output_truncated && !a->json)
 		cli_warn("the program's output was truncated");
-	if (a->keep_run_dir)
+	if (a->keep_run_dir && c->docker)
+		cli_warn("run directory kept: %s in the container %s", c->run_dir, a->container);
+	else if (a->keep_run_dir)
 		cli_warn("run directory kept: %s", c->run_dir);
 	if (a->summary)
 		cli_report_summary(stderr, &rep);

@@ -40,7 +40,9 @@ struct run_args {
 	struct run_limit max_calls;
 	struct run_limit max_output_bytes;
 	struct run_limit max_response_bytes;
-	const char *backend;
+	const char *backend;          /* "local" or "docker:CONTAINER", as given */
+	const char *container;        /* docker: CONTAINER (in backend); NULL for local */
+	const char *launcher;         /* --launcher, or NULL: the backend's default */
 	unsigned long long latency_ms;
 	const char *transport;
 	enum mafh_transport transport_value;
@@ -57,7 +59,8 @@ struct run_args {
 	int json;
 	int summary;
 	int verbose;
-	const char *program_path;
+	const char *program_path;     /* PROGRAM.py, or NULL with --guest-program */
+	const char *guest_program;    /* --guest-program PATH: in the sandbox, not uploaded */
 	char **program_args;          /* borrowed from argv */
 	size_t n_program_args;
 	/* While parsing: the library judges each --tool's name as it is given, by registering

@@ -193,12 +193,29 @@ static void set_flag(void *ctx, const struct cli_option *opt, const char *v)
 	*(int *)((char *)ctx + opt->offset) = 1;
 }
 
+/* --backend local or docker:CONTAINER; the container is the engine's to know. */
 static void set_backend(void *ctx, const struct cli_option *opt, const char *v)
 {
+	struct run_args *a = ctx;
+
 	(void)opt;
-	if (strcmp(v, "local") != 0)
-		cli_usage_error("unknown --backend '%s' (this build has: local)", v);
-	((struct run_args *)ctx)->backend = v;
+	if (strcmp(v, "local") == 0) {
+		a->container = NULL;
+	} else if (strncmp(v, "docker:", 7) == 0 && v[7]) {
+		a->container = v + 7;
+	} else {
+		cli_usage_error("unknown --backend '%s' (this build has: local, docker:CONTAINER)",
+				v);
+	}
+	a->backend = v;
+}
+
+/* A path, kept as given: not empty. */
+static void set_path(void *ctx, const struct cli_option *opt, const char *v)
+{
+	if (!*v)
+		cli_usage_error("%s takes a path, not an empty string", opt->name);
+	*(const char **)((char *)ctx + opt->offset) = v;
 }
 
 static void set_latency(void *ctx, const struct cli_option *opt, const char *v)
@@ -255,6 +272,13 @@ static void set_writable(void *ctx, const struct cli_option *opt, const char *v)
 #define AT(field) offsetof(struct run_args, field)
 
 static const struct cli_option options[] = {
+	{NULL, NULL, NULL, 0, "The program:"},
+	{"--guest-program", "PATH", set_path, AT(guest_program),
+	 "run PATH, a program already in the sandbox (any language), with the ARGs after it, "
+	 "instead of uploading PROGRAM.py: nothing is written into the run directory before "
+	 "the launch, no shim either; the program calls host tools with `maf-launch call TOOL "
+	 "JSON` (or the channel, or the legacy files: shared/PROTOCOL.md)"},
+
 	{NULL, NULL, NULL, 0, "Tools (all run on this host, through sh -c):"},
 	{"--tool", "NAME=COMMAND", set_tool, 0,
 	 "serve NAME by running COMMAND once per call: the call's arguments (a JSON object) on "
@@ -290,9 +314,16 @@ static const struct cli_option options[] = {
 	 "bytes of one tool answer (default: 8388608)"},
 
 	{NULL, NULL, NULL, 0, "Backend and transport:"},
-	{"--backend", "local", set_backend, 0,
-	 "the only backend of this build: this machine, with the launcher $MAF_LAUNCH or "
-	 "maf-launch next to maf-host"},
+	{"--backend", "local|docker:CONTAINER", set_backend, 0,
+	 "where the program runs: local, this machine (default); or docker:CONTAINER, a running "
+	 "container (name or id) of the Docker engine at $DOCKER_HOST (unix:///PATH only) or "
+	 "/var/run/docker.sock, driven through the engine's exec and archive API alone (no "
+	 "shell needed in the image); the run directory is a fresh /tmp/maf-host-XXXXXX in the "
+	 "container, made by the engine"},
+	{"--launcher", "PATH", set_path, AT(launcher),
+	 "maf-launch as the backend's exec finds it (default: local, $MAF_LAUNCH or "
+	 "maf-launch next to maf-host; docker, /usr/local/bin/maf-launch, where this project's "
+	 "images put it)"},
 	{"--simulate-latency-ms", "N", set_latency, 0,
 	 "add N ms before every backend operation, one at a time, to simulate a remote backend "
 	 "(default: 0)"},
@@ -316,8 +347,8 @@ static const struct cli_option options[] = {
 	{"--writable", "PATH", set_writable, 0,
 	 "a path outside the run the program may also write (repeatable)"},
 	{"--keep-run-dir", NULL, set_flag, AT(keep_run_dir),
-	 "keep the run directory (a fresh directory under $TMPDIR or /tmp) and print its path "
-	 "on stderr"},
+	 "keep the run directory (a fresh directory under $TMPDIR or /tmp, or under /tmp in "
+	 "the container) and print its path on stderr"},
 
 	{NULL, NULL, NULL, 0, "Output:"},
 	{"--json", NULL, set_flag, AT(json),
@@ -340,13 +371,15 @@ void cmd_run_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: maf-host run [OPTION]... PROGRAM.py [--] [ARG]...\n"
+		"       maf-host run [OPTION]... --guest-program PATH [--] [ARG]...\n"
 		"\n"
 		"Runs PROGRAM.py with python3 through maf-launch (contained: seccomp, Landlock,\n"
 		"egress closed by default) in a fresh run directory, serves its host-tool calls\n"
 		"with the tools given below, then prints the program's output and exits with the\n"
 		"program's exit code. In the program, `from maf_host_tools import call,\n"
 		"HostToolError`; call(\"NAME\", key=value, ...) returns the tool's JSON value or\n"
-		"raises HostToolError with the refusal.\n");
+		"raises HostToolError with the refusal. With --guest-program, the program is one\n"
+		"already in the sandbox, and nothing is uploaded.\n");
 	cli_print_options(f, options);
 	fprintf(f,
 		"\n"
@@ -369,9 +402,11 @@ void run_args_parse(struct run_args *a, int argc, char **argv)
 		cli_die(CLI_EXIT_FAILURE, "out of memory");
 
 	first = cli_parse_options(argc, argv, options, a, cmd_run_usage);
-	if (first >= argc)
-		cli_usage_error("no PROGRAM.py to run");
-	a->program_path = argv[first++];
+	if (!a->guest_program) {
+		if (first >= argc)
+			cli_usage_error("no PROGRAM.py to run (or --guest-program PATH)");
+		a->program_path = argv[first++];
+	}
 	if (first < argc && strcmp(argv[first], "--") == 0)
 		first++;
 	a->program_args = argv + first;

@@ -4,8 +4,9 @@
  * The pieces, in the order a host uses them:
  *   - a backend (struct mafh_backend_ops, mafh_backend_new): a table of functions (exec,
  *     write_file, read_file, stat, optionally wait_change) plus a context pointer, with the
- *     capabilities it declares. Built in: local (this machine) and a latency-injecting
- *     wrapper that simulates a remote backend.
+ *     capabilities it declares. Built in: local (this machine), docker (a container,
+ *     through the Docker engine's API) and a latency-injecting wrapper that simulates a
+ *     remote backend.
  *   - a registry of tools (mafh_registry_*): names, declared parameters, callbacks, limits.
  *   - a run (mafh_run_*): a sans-I/O state machine that hands out the operations it needs
  *     (mafh_run_next_op) and takes their results (mafh_run_op_result), and a blocking driver
@@ -244,6 +245,70 @@ MAFH_API int mafh_backend_local_new(const char *launcher_path, struct mafh_backe
  * offers no notification, so a run over the wrapper polls). */
 MAFH_API int mafh_backend_latency_new(struct mafh_backend *inner, int64_t latency_ms,
 				      struct mafh_backend **out);
+
+/* Where the Docker backend finds the engine, and maf-launch in a container, by default.
+ * Images built by this project put the launcher there. */
+#define MAFH_DOCKER_SOCKET "/var/run/docker.sock"
+#define MAFH_DOCKER_LAUNCHER "/usr/local/bin/maf-launch"
+
+/* Options of the Docker backend. */
+struct mafh_docker_options {
+	size_t size;               /* sizeof(struct mafh_docker_options) */
+	/* The engine's unix socket (copied). NULL: DOCKER_HOST when set (unix:///PATH; any
+	 * other scheme is refused), else MAFH_DOCKER_SOCKET. */
+	const char *socket_path;
+};
+/* Fills *opts with the defaults and sets opts->size. */
+MAFH_API void mafh_docker_options_init(struct mafh_docker_options *opts);
+
+/* The Docker backend: the run directory is in a running container, reached through the
+ * Docker Engine API on its unix socket (HTTP through libcurl, one connection kept between
+ * requests; tar through libarchive). container is a name or id; launcher_path is maf-launch
+ * in the container (NULL: MAFH_DOCKER_LAUNCHER); opts may be NULL. Making it asks the engine
+ * about the container once: an engine that cannot be reached ("cannot reach the Docker
+ * engine at SOCKET: ...", the connect's errno), no such container (MAFH_ENOENT) or one that
+ * is not running (MAFH_EIO) fail here.
+ *   exec: the engine's exec of argv (Cmd as an array, never a shell; argv[0] looked up
+ *     through the container's PATH), stdout and stderr attached without a tty, the exit
+ *     code from the exec's inspection once it has ended. stderr keeps 64 KiB. A command the
+ *     engine cannot start (not found, not executable) is an error (MAFH_EIO) with the
+ *     engine's reason. At timeout_ms the exec is reported timed_out with what came so far,
+ *     but the engine cannot end an exec: the command may still be running in the container.
+ *   write_file: a tar of the one file (mode 0644, owner 0:0) extracted at / by the engine,
+ *     which makes missing parent directories (0755, owner 0:0), replaces a file or symlink
+ *     at path without following it, and refuses to replace a directory. Not atomic: a
+ *     reader may see the file while it is written. replaces is ignored (each write makes
+ *     the file afresh). A file the container renames or removes as soon as it is closed is
+ *     written all the same (the engine fails to set its owner then, once the data is in).
+ *   read_file: the engine's archive of path: its first entry, a regular file only; the
+ *     X-Docker-Container-Path-Stat header stops the transfer of anything else, or of a file
+ *     past cap, before its data comes. At most cap bytes and 65 KiB of tar are kept.
+ *   stat: the engine's lstat of path (the path-stat header): the last component is never
+ *     followed. A 404 is told apart from an absent container by inspecting it.
+ *   The engine resolves symlinks in the components above the last within the container's
+ *   root: a run directory must be one the program cannot swap (maf-launch lends R to the
+ *   program's identity, never R/host_tools).
+ * Caps: EXEC, FILES_IN, FILES_OUT, DETACHED_EXEC and BLOCKING_EXEC; no WAIT_CHANGE, so a run
+ * over it finds requests with `maf-launch wait` (the auto transport) or by polling files.
+ * Engine errors come back as one sentence with the engine's own message and a code from
+ * its HTTP status (404 MAFH_ENOENT, 400 MAFH_EINVAL, 401 and 403 -EACCES, others MAFH_EIO);
+ * a request that gets no answer within 120 s is MAFH_ETIMEDOUT. Operations from several
+ * threads take turns. The caller frees *out with mafh_backend_free. */
+MAFH_API int mafh_backend_docker_new(const char *container, const char *launcher_path,
+				     const struct mafh_docker_options *opts,
+				     struct mafh_backend **out, struct mafh_error *err);
+/* Requests the Docker backend b has made to the engine, failed ones included: an exec is
+ * three or more (create, start, one inspection or more), a file operation one (a stat of an
+ * absent path two). -1 when b is not a Docker backend. */
+MAFH_API int64_t mafh_backend_docker_requests(const struct mafh_backend *b);
+/* Makes a fresh directory in b's container, as mkdtemp(3) does: tmpl is an absolute path
+ * ending in XXXXXX, which are replaced in place by a name no file has (looked at first);
+ * the directory gets mode 0700 and owner 0:0, and its missing parents 0755. MAFH_EINVAL
+ * for a bad template or a backend that is not a Docker backend; MAFH_EEXIST when 16 names
+ * were all taken; or an engine error. A run needs its run directory to exist when
+ * `maf-launch run` starts: a run with no program to write makes it this way. */
+MAFH_API int mafh_backend_docker_mkdtemp(struct mafh_backend *b, char *tmpl,
+					 struct mafh_error *err);
 
 /* ---- tools ------------------------------------------------------------------------------- */
 

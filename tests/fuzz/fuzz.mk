@@ -13,12 +13,13 @@ FUZZ_SECONDS ?= 20
 FUZZ_ARGS ?=
 FUZZ_SAN := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	-fno-omit-frame-pointer
-FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -Ishared -Iguest -Ihost/include -Ihost/src -I$(TP)/cjson \
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -Ishared -Iguest -Ihost/include -Ihost/src \
+	-Ihost/backends -I$(TP)/cjson \
 	-I$(BUILD)/gen -DCJSON_NESTING_LIMIT=128 -Wall -Wextra -Werror $(FUZZ_SAN)
 # cJSON is instrumented too, so the fuzzer steers through its paths, but not held to our
 # warnings.
 FUZZ_DEPS := shared/protocol.c $(TP)/cjson/cJSON.c guest/tree.c guest/util.c guest/channel.c \
-	$(wildcard host/src/*.c)
+	$(wildcard host/src/*.c) host/backends/docker_parse.c
 FUZZ_NAMES := $(patsubst tests/fuzz/fuzz_%.c,%,$(FUZZ_SRC))
 FUZZ_BIN := $(patsubst %,$(BUILD)/fuzz/fuzz_%,$(FUZZ_NAMES))
 
@@ -27,7 +28,8 @@ FUZZ_BIN := $(patsubst %,$(BUILD)/fuzz/fuzz_%,$(FUZZ_NAMES))
 $(BUILD)/fuzz/obj/cJSON.o: $(TP_STAMP)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -std=c11 -g -O1 -DCJSON_NESTING_LIMIT=128 -w $(FUZZ_SAN) -c $(TP)/cjson/cJSON.c -o $@
-$(BUILD)/fuzz/obj/%.o: %.c $(TP_STAMP) $(wildcard shared/*.h guest/*.h host/include/*.h host/src/*.h)
+$(BUILD)/fuzz/obj/%.o: %.c $(TP_STAMP) $(wildcard shared/*.h guest/*.h host/include/*.h host/src/*.h \
+	host/backends/docker.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
 
@@ -35,7 +37,7 @@ $(BUILD)/fuzz/obj/host/src/shim.o: $(BUILD)/gen/shim_template.h
 
 FUZZ_OBJ := $(BUILD)/fuzz/obj/cJSON.o $(BUILD)/fuzz/obj/shared/protocol.o \
 	$(BUILD)/fuzz/obj/guest/tree.o $(BUILD)/fuzz/obj/guest/util.o \
-	$(BUILD)/fuzz/obj/guest/channel.o \
+	$(BUILD)/fuzz/obj/guest/channel.o $(BUILD)/fuzz/obj/host/backends/docker_parse.o \
 	$(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(wildcard host/src/*.c))
 # Made by pattern rules for a pattern rule: make would delete them as intermediate files.
 .SECONDARY: $(FUZZ_OBJ)

@@ -5,12 +5,13 @@ import subprocess
 
 import pytest
 
-from conftest import HOST, host_run, host_tool
+from conftest import HOST, LAUNCHER, host_run, host_tool, probe
 
 RUN_OPTIONS = ["--tool", "--tools-server", "--param", "--tool-timeout", "--timeout",
                "--max-calls", "--max-output-bytes", "--max-response-bytes", "--backend",
                "--simulate-latency-ms", "--transport", "--egress", "--seccomp", "--landlock",
-               "--keep-run-dir", "--json", "--summary", "--verbose", "--help"]
+               "--keep-run-dir", "--json", "--summary", "--verbose", "--help", "--launcher",
+               "--guest-program"]
 
 
 def mh(*args, **kw):
@@ -70,7 +71,9 @@ def test_version(host):
     (["run", "--timeout", "-1", "x.py"], "--timeout"),
     (["run", "--max-calls", "many", "x.py"], "--max-calls"),
     (["run", "--transport", "stream", "x.py"], "--transport"),
-    (["run", "--backend", "docker:abc", "x.py"], "--backend"),
+    (["run", "--backend", "kvm", "x.py"], "unknown --backend 'kvm'"),
+    (["run", "--backend", "docker:", "x.py"], "unknown --backend 'docker:'"),
+    (["run", "--guest-program", "", "x.py"], "--guest-program takes a path"),
     (["run", "--simulate-latency-ms", "fast", "x.py"], "--simulate-latency-ms"),
     (["run", "--tool", "a=cat", "--param", "b:x:string", "x.py"], "no --tool b"),
     (["run", "--tool", "a=cat", "--param", "a:x:float", "x.py"], "unknown type"),
@@ -197,3 +200,23 @@ def test_run_dir_is_reclaimed_unless_kept(host, tmp_path):
     assert len(kept) == 1 and rep["run_dir"] == str(kept[0])
     assert (kept[0] / "host_tools" / "host_tool_calls" / "0001.response.json").exists()
     assert str(kept[0]) in proc.stderr.decode()
+
+
+def test_a_guest_program_and_a_launcher_named(host, tmp_path):
+    # --guest-program: a program already there (a static C probe calling through maf-launch
+    # call), nothing uploaded; --launcher names maf-launch (here a copy of it).
+    launcher = tmp_path / "ml"
+    launcher.write_bytes(LAUNCHER.read_bytes())
+    launcher.chmod(0o755)
+    p = mh("run", "--json", "--launcher", str(launcher), "--tools-server",
+           host_tool("tools_server.py", "ok"), "--tool", "add", "--guest-program",
+           probe("chan_call"), "--", str(LAUNCHER), "add", '{"a": 1, "b": 2}')
+    assert p.returncode == 0, p.stderr
+    rep = json.loads(p.stdout)
+    assert rep["output"] == "add rc=0 value=3\n"
+    assert rep["calls"] == 1 and rep["engine_requests"] is None
+    # Nothing was written before the launch: no program, no shim.
+    assert rep["ops"]["write"] == 1
+    p = mh("run", "--launcher", str(tmp_path / "none"), "--guest-program", "/bin/true")
+    assert p.returncode == 125
+    assert f"cannot use the launcher {tmp_path}/none" in p.stderr.decode()

@@ -1,0 +1,174 @@
+/* What the Docker backend's files share (mafh__docker_ names). Not installed.
+ *   docker.c        the context, the backend table, creation and destruction, and the
+ *                   operations as engine requests
+ *   docker_http.c   one request to the engine over its unix socket (libcurl)
+ *   docker_tar.c    the archives the engine takes and gives (libarchive)
+ *   docker_parse.c  the engine's bytes: the exec stream's frames, the path-stat header and
+ *                   its JSON replies; pure, so unit tests and fuzz targets take them alone
+ * Everything the engine sends is read as untrusted: the container's processes choose file
+ * names, link targets and every byte of an exec's stream. */
+#ifndef MAFHOST_DOCKER_H
+#define MAFHOST_DOCKER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mafhost.h"
+
+/* The engine API version spoken (Docker 20.10 and later answer it). */
+#define DOCKER_API "/v1.41"
+/* The longest container path taken, its NUL included; a longer one is MAFH_EINVAL. */
+#define DOCKER_PATH_MAX 4096
+/* The longest X-Docker-Container-Path-Stat value taken (base64 of a name and a link
+ * target, each at most 4 KiB); a longer one is a protocol error. */
+#define DOCKER_PATH_STAT_MAX 16384
+/* An engine's error reply kept for its message; the rest is dropped. */
+#define DOCKER_ERROR_BODY_MAX 4096
+/* A JSON reply kept whole (container and exec inspections); longer is a protocol error. */
+#define DOCKER_REPLY_MAX (1u << 20)
+
+/* ---- docker_parse.c ------------------------------------------------------------------- */
+
+/* The exec stream (Tty false): frames of an 8-byte header (stream, 0, 0, 0, and the
+ * payload's length as a big-endian uint32) and the payload. Fed in pieces of any size. */
+enum docker_stream {
+	DOCKER_STDIN = 0,          /* never sent to us; taken as stdout, as the engine's client */
+	DOCKER_STDOUT = 1,
+	DOCKER_STDERR = 2,
+	DOCKER_SYSTEMERR = 3,      /* the engine's own error, in the stream */
+};
+
+struct docker_demux {
+	unsigned char head[8];
+	size_t head_len;           /* bytes of the next header held */
+	enum docker_stream stream; /* the frame being read */
+	uint32_t left;             /* its payload bytes still to come */
+};
+
+/* Takes a payload piece of stream; 0, or -1 to stop the feed (the error is the sink's). */
+typedef int (*docker_sink_fn)(void *ud, enum docker_stream stream, const char *p, size_t n);
+
+/* Zeroes *d: at a frame's start. */
+void mafh__docker_demux_init(struct docker_demux *d);
+/* Feeds data[0..len) through d, calling sink for each payload piece. 0; -1 for a header
+ * that is not one (a stream past 3, or a non-zero padding byte); -2 when the sink stopped. */
+int mafh__docker_demux_feed(struct docker_demux *d, const void *data, size_t len,
+			    docker_sink_fn sink, void *ud);
+/* 1 when the stream ended between frames, 0 inside one. */
+int mafh__docker_demux_whole(const struct docker_demux *d);
+
+/* The X-Docker-Container-Path-Stat header, decoded: the engine's lstat of the path. */
+struct docker_path_stat {
+	int64_t size;
+	uint32_t mode;             /* Go's os.FileMode: type bits high, permissions low */
+	enum mafh_file_type type;  /* from mode: REGULAR, DIR, SYMLINK or OTHER */
+};
+/* Decodes b64[0..len) (standard base64 of a JSON object with at least a numeric size and
+ * mode). 0, or -1 when it is not that. */
+int mafh__docker_path_stat_decode(const char *b64, size_t len, struct docker_path_stat *out);
+/* Strict standard base64 (RFC 4648, padded): 0 and out[0..*out_len), or -1. out holds at
+ * least len / 4 * 3 bytes. */
+int mafh__docker_base64_decode(const char *in, size_t len, unsigned char *out, size_t *out_len);
+
+/* The "message" of an engine's error reply, made printable (control bytes as '?', at most
+ * size - 1 bytes, cut at a UTF-8 boundary). Empty when body is not such a reply. */
+void mafh__docker_message(const char *body, size_t len, char *buf, size_t size);
+/* A container or exec id as the engine gives it: 1..128 ASCII letters and digits. */
+int mafh__docker_id_ok(const char *id);
+/* An exec's creation reply {"Id": ...}: 0 and the id in id (size bytes), or -1. */
+int mafh__docker_exec_id_parse(const char *body, size_t len, char *id, size_t size);
+
+/* An exec's inspection, as far as the backend needs it. */
+struct docker_exec_state {
+	int running;
+	int has_exit_code;
+	int exit_code;
+	int64_t pid;               /* 0: the process never started */
+};
+int mafh__docker_exec_state_parse(const char *body, size_t len, struct docker_exec_state *st);
+
+/* A container's inspection: its full id (id, size bytes), whether it runs, and its state's
+ * word ("exited", ...; status, status_size bytes, "" if none). 0, or -1. */
+int mafh__docker_container_parse(const char *body, size_t len, char *id, size_t size,
+				 int *running, char *status, size_t status_size);
+
+/* 1 when message is the engine's report that it wrote path and closed it, then could not set
+ * its owner, mode or times because the file was gone: "lchown PATH: no such file or
+ * directory" (or chmod, chtimes), PATH as seen in the container or below the container's
+ * root on the host. The guest may rename a file as soon as it is closed (the supervisor
+ * reuses a relayed response that way): the data landed whole. */
+int mafh__docker_written_then_gone(const char *message, const char *path);
+
+/* ---- docker_tar.c --------------------------------------------------------------------- */
+
+/* A tar of one entry named name (relative: no leading '/'), owned by 0:0, with mode's
+ * permission bits: a regular file of data[0..len) when dir is 0, else a directory (data
+ * unused). *out is malloc'd (the caller frees it). 0, MAFH_ENOMEM, or MAFH_EIO with a
+ * sentence in err (libarchive's). */
+int mafh__docker_tar_one(const char *name, int dir, unsigned mode, const void *data,
+			 size_t len, char **out, size_t *out_len, struct mafh_error *err);
+/* Reads the first entry of tar[0..len) (possibly cut short: truncated says so) into res:
+ * NOT_REGULAR for anything but a regular file (its data never read), TOO_BIG (size set) past
+ * cap, else OK with a malloc'd copy of its data. 0, or MAFH_ENOMEM, or MAFH_EPROTO with a
+ * sentence (no entry, or a file cut short). */
+int mafh__docker_tar_first(const char *tar, size_t len, int truncated, size_t cap,
+			   struct mafh_read_result *res, struct mafh_error *err);
+
+/* ---- docker_http.c -------------------------------------------------------------------- */
+
+struct docker_http;
+
+/* The engine's socket: path is copied. 0 and *out, or MAFH_ENOMEM, or MAFH_EIO when libcurl
+ * cannot be set up (a sentence in err). */
+int mafh__docker_http_new(const char *socket_path, struct docker_http **out,
+			  struct mafh_error *err);
+void mafh__docker_http_free(struct docker_http *h);
+/* Requests made so far, failed ones included. */
+int64_t mafh__docker_http_requests(const struct docker_http *h);
+const char *mafh__docker_http_socket(const struct docker_http *h);
+
+/* One request. target is the path and query after the API version, already escaped. The
+ * body of a 2xx answer goes to sink when given (which returns 0, or -1 to stop the transfer:
+ * the request then ends as stopped, with no error), else is kept in reply up to reply_cap
+ * bytes (past it the transfer stops, reply_cut set). A non-2xx answer's body is kept up to
+ * DOCKER_ERROR_BODY_MAX. The path-stat header is kept when the engine sends one. */
+struct docker_request {
+	const char *method;        /* GET, HEAD, POST, PUT */
+	const char *target;        /* "/containers/ID/json", ... */
+	const char *content_type;  /* of body, or NULL */
+	const void *body;
+	size_t body_len;
+	int64_t timeout_ms;        /* the whole request; <= 0: no limit */
+	int (*sink)(void *ud, const char *p, size_t n);
+	/* Called once the answer's status and headers are in (before any body): 0 to go on,
+	 * -1 to stop the transfer there (stopped, no error). May be NULL. */
+	int (*headers_done)(void *ud, long status, const char *path_stat, size_t path_stat_len);
+	void *ud;
+	size_t reply_cap;
+};
+
+struct docker_reply {
+	long status;               /* 0 when no answer came */
+	char *body;                /* malloc'd, NUL-terminated (the caller frees it), or NULL */
+	size_t body_len;
+	int reply_cut;
+	int stopped;               /* a callback stopped the transfer */
+	int timed_out;             /* timeout_ms passed */
+	char path_stat[DOCKER_PATH_STAT_MAX + 1];
+	size_t path_stat_len;
+	int has_path_stat;
+};
+
+/* Performs req. 0 once an answer came (whatever its status) or a callback stopped it, and
+ * also when timeout_ms passed (reply->timed_out); else a negative errno with one sentence
+ * in err: the engine unreachable ("cannot reach the Docker engine at SOCKET: ..."), the
+ * connection broken, out of memory. reply is the caller's to clear
+ * (mafh__docker_reply_clear). */
+int mafh__docker_http_do(struct docker_http *h, const struct docker_request *req,
+			 struct docker_reply *reply, struct mafh_error *err);
+void mafh__docker_reply_clear(struct docker_reply *reply);
+/* s escaped for a URL's path or query (curl_easy_escape), malloc'd; NULL when out of
+ * memory. */
+char *mafh__docker_escape(struct docker_http *h, const char *s);
+
+#endif

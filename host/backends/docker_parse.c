@@ -1,0 +1,337 @@
+/* The Docker backend's parsers of the engine's bytes: the exec stream's frames, the
+ * path-stat header, and the JSON replies it reads (messages, ids, inspections). No I/O, no
+ * libcurl or libarchive: unit tests and fuzz targets link this file alone. Every byte here
+ * may have been chosen by a process in the container (an exec's output, a file's name or
+ * link target), so each parser is bounded and checks what it takes. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cJSON.h"
+#include "docker.h"
+#include "protocol.h"
+
+/* ---- the exec stream ------------------------------------------------------------------- */
+
+void mafh__docker_demux_init(struct docker_demux *d)
+{
+	memset(d, 0, sizeof(*d));
+}
+
+int mafh__docker_demux_feed(struct docker_demux *d, const void *data, size_t len,
+			    docker_sink_fn sink, void *ud)
+{
+	const unsigned char *p = data;
+
+	while (len > 0) {
+		size_t n;
+
+		if (d->left == 0) {
+			/* A header, possibly split across feeds. */
+			n = sizeof(d->head) - d->head_len;
+			if (n > len)
+				n = len;
+			memcpy(d->head + d->head_len, p, n);
+			d->head_len += n;
+			p += n;
+			len -= n;
+			if (d->head_len < sizeof(d->head))
+				return 0;
+			d->head_len = 0;
+			if (d->head[0] > DOCKER_SYSTEMERR || d->head[1] || d->head[2] || d->head[3])
+				return -1;
+			d->stream = (enum docker_stream)d->head[0];
+			d->left = (uint32_t)d->head[4] << 24 | (uint32_t)d->head[5] << 16 |
+				  (uint32_t)d->head[6] << 8 | (uint32_t)d->head[7];
+			continue;
+		}
+		n = len < d->left ? len : d->left;
+		if (sink(ud, d->stream == DOCKER_STDIN ? DOCKER_STDOUT : d->stream,
+			 (const char *)p, n) < 0)
+			return -2;
+		d->left -= (uint32_t)n;
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+int mafh__docker_demux_whole(const struct docker_demux *d)
+{
+	return d->left == 0 && d->head_len == 0;
+}
+
+/* ---- the path-stat header -------------------------------------------------------------- */
+
+static int b64_value(unsigned char c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '+')
+		return 62;
+	if (c == '/')
+		return 63;
+	return -1;
+}
+
+int mafh__docker_base64_decode(const char *in, size_t len, unsigned char *out, size_t *out_len)
+{
+	size_t i, o = 0;
+
+	if (len % 4)
+		return -1;
+	for (i = 0; i < len; i += 4) {
+		int v[4], k, pad = 0;
+		uint32_t w;
+
+		for (k = 0; k < 4; k++) {
+			unsigned char c = (unsigned char)in[i + k];
+
+			/* '=' only at the very end, one or two of them. */
+			if (c == '=' && i + 4 == len && k >= 2) {
+				v[k] = 0;
+				pad++;
+				continue;
+			}
+			if (pad || (v[k] = b64_value(c)) < 0)
+				return -1;
+		}
+		w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 |
+		    (uint32_t)v[3];
+		/* The bits a padded group leaves over must be zero (a canonical encoding). */
+		if ((pad == 1 && (w & 0xff)) || (pad == 2 && (w & 0xffff)))
+			return -1;
+		out[o++] = (unsigned char)(w >> 16);
+		if (pad < 2)
+			out[o++] = (unsigned char)(w >> 8);
+		if (pad < 1)
+			out[o++] = (unsigned char)w;
+	}
+	*out_len = o;
+	return 0;
+}
+
+/* Go's os.FileMode type bits. */
+#define GO_MODE_DIR (1u << 31)
+#define GO_MODE_SYMLINK (1u << 27)
+#define GO_MODE_OTHER ((1u << 26) | (1u << 25) | (1u << 24) | (1u << 21) | (1u << 19))
+
+/* A JSON number that is an integer in [0, max]. */
+static int integer_in(const cJSON *n, double max, double *out)
+{
+	if (!cJSON_IsNumber(n) || !(n->valuedouble >= 0) || n->valuedouble > max ||
+	    floor(n->valuedouble) != n->valuedouble)
+		return -1;
+	*out = n->valuedouble;
+	return 0;
+}
+
+int mafh__docker_path_stat_decode(const char *b64, size_t len, struct docker_path_stat *out)
+{
+	unsigned char json[DOCKER_PATH_STAT_MAX / 4 * 3 + 1];
+	size_t n;
+	cJSON *root;
+	double size, mode;
+	int rc = -1;
+
+	memset(out, 0, sizeof(*out));
+	/* A header's value may carry white space around it. */
+	while (len > 0 && (b64[len - 1] == ' ' || b64[len - 1] == '\t' || b64[len - 1] == '\r' ||
+			   b64[len - 1] == '\n'))
+		len--;
+	while (len > 0 && (*b64 == ' ' || *b64 == '\t')) {
+		b64++;
+		len--;
+	}
+	if (len == 0 || len > DOCKER_PATH_STAT_MAX ||
+	    mafh__docker_base64_decode(b64, len, json, &n) < 0)
+		return -1;
+	root = mafp_json_parse((const char *)json, n, sizeof(json));
+	if (!cJSON_IsObject(root))
+		goto out;
+	/* Sizes up to 2^53 are exact in a double; the mode is a uint32. */
+	if (integer_in(cJSON_GetObjectItemCaseSensitive(root, "size"), 9007199254740992.0,
+		       &size) < 0 ||
+	    integer_in(cJSON_GetObjectItemCaseSensitive(root, "mode"), 4294967295.0, &mode) < 0)
+		goto out;
+	out->size = (int64_t)size;
+	out->mode = (uint32_t)mode;
+	out->type = out->mode & GO_MODE_DIR ? MAFH_FILE_DIR
+		    : out->mode & GO_MODE_SYMLINK ? MAFH_FILE_SYMLINK
+		    : out->mode & GO_MODE_OTHER ? MAFH_FILE_OTHER : MAFH_FILE_REGULAR;
+	rc = 0;
+out:
+	cJSON_Delete(root);
+	return rc;
+}
+
+/* ---- JSON replies ---------------------------------------------------------------------- */
+
+void mafh__docker_message(const char *body, size_t len, char *buf, size_t size)
+{
+	cJSON *root = body ? mafp_json_parse(body, len, DOCKER_ERROR_BODY_MAX) : NULL;
+	const cJSON *m = cJSON_GetObjectItemCaseSensitive(root, "message");
+	const unsigned char *s;
+	size_t o = 0;
+
+	if (size == 0)
+		return;
+	buf[0] = '\0';
+	if (!cJSON_IsString(m)) {
+		cJSON_Delete(root);
+		return;
+	}
+	s = (const unsigned char *)m->valuestring;
+	while (*s && o + 1 < size) {
+		size_t n = 1;
+
+		/* Keep a UTF-8 sequence whole or not at all; control bytes become '?'. */
+		if (*s >= 0xc0)
+			while ((s[n] & 0xc0) == 0x80 && n < 4)
+				n++;
+		if (o + n >= size)
+			break;
+		if (*s < 0x20 || *s == 0x7f) {
+			buf[o++] = '?';
+		} else {
+			memcpy(buf + o, s, n);
+			o += n;
+		}
+		s += n;
+	}
+	/* Sentences are ours to end: no trailing newline or period of the engine's. */
+	while (o > 0 && (buf[o - 1] == '?' || buf[o - 1] == ' ' || buf[o - 1] == '.'))
+		o--;
+	buf[o] = '\0';
+	cJSON_Delete(root);
+}
+
+int mafh__docker_id_ok(const char *id)
+{
+	size_t i;
+
+	for (i = 0; id[i]; i++)
+		if (i == 128 || !((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'z') ||
+				  (id[i] >= 'A' && id[i] <= 'Z')))
+			return 0;
+	return i > 0;
+}
+
+/* The string member name of object root, when it is an id: copied into id. */
+static int take_id(const cJSON *root, const char *name, char *id, size_t size)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, name);
+
+	if (!cJSON_IsString(v) || !mafh__docker_id_ok(v->valuestring) ||
+	    strlen(v->valuestring) >= size)
+		return -1;
+	memcpy(id, v->valuestring, strlen(v->valuestring) + 1);
+	return 0;
+}
+
+int mafh__docker_exec_id_parse(const char *body, size_t len, char *id, size_t size)
+{
+	cJSON *root = mafp_json_parse(body, len, DOCKER_REPLY_MAX);
+	int rc = cJSON_IsObject(root) ? take_id(root, "Id", id, size) : -1;
+
+	cJSON_Delete(root);
+	return rc;
+}
+
+int mafh__docker_exec_state_parse(const char *body, size_t len, struct docker_exec_state *st)
+{
+	cJSON *root = mafp_json_parse(body, len, DOCKER_REPLY_MAX);
+	const cJSON *running, *code, *pid;
+	double v;
+	int rc = -1;
+
+	memset(st, 0, sizeof(*st));
+	if (!cJSON_IsObject(root))
+		goto out;
+	running = cJSON_GetObjectItemCaseSensitive(root, "Running");
+	code = cJSON_GetObjectItemCaseSensitive(root, "ExitCode");
+	pid = cJSON_GetObjectItemCaseSensitive(root, "Pid");
+	if (!cJSON_IsBool(running))
+		goto out;
+	st->running = cJSON_IsTrue(running);
+	/* ExitCode is null while the exec runs; an exit code is 0..255 (the engine's 126 and
+	 * 127 included), anything else is not one. */
+	if (code && !cJSON_IsNull(code)) {
+		if (integer_in(code, 255, &v) < 0)
+			goto out;
+		st->has_exit_code = 1;
+		st->exit_code = (int)v;
+	}
+	if (pid && !cJSON_IsNull(pid)) {
+		if (integer_in(pid, 4294967295.0, &v) < 0)
+			goto out;
+		st->pid = (int64_t)v;
+	}
+	rc = 0;
+out:
+	cJSON_Delete(root);
+	return rc;
+}
+
+int mafh__docker_container_parse(const char *body, size_t len, char *id, size_t size,
+				 int *running, char *status, size_t status_size)
+{
+	cJSON *root = mafp_json_parse(body, len, DOCKER_REPLY_MAX);
+	const cJSON *state, *r, *s;
+	int rc = -1;
+
+	*running = 0;
+	if (status_size)
+		status[0] = '\0';
+	if (!cJSON_IsObject(root) || take_id(root, "Id", id, size) < 0)
+		goto out;
+	state = cJSON_GetObjectItemCaseSensitive(root, "State");
+	r = cJSON_GetObjectItemCaseSensitive(state, "Running");
+	s = cJSON_GetObjectItemCaseSensitive(state, "Status");
+	if (!cJSON_IsObject(state) || !cJSON_IsBool(r))
+		goto out;
+	*running = cJSON_IsTrue(r);
+	/* The state's word is shown in a sentence: a short word of letters only. */
+	if (cJSON_IsString(s) && status_size && strlen(s->valuestring) < status_size &&
+	    strspn(s->valuestring, "abcdefghijklmnopqrstuvwxyz") == strlen(s->valuestring))
+		memcpy(status, s->valuestring, strlen(s->valuestring) + 1);
+	rc = 0;
+out:
+	cJSON_Delete(root);
+	return rc;
+}
+
+int mafh__docker_written_then_gone(const char *message, const char *path)
+{
+	static const char *const ops[] = {"lchown ", "chmod ", "chtimes "};
+	static const char gone[] = ": no such file or directory";
+	size_t plen = strlen(path), i;
+	const char *at;
+
+	if (plen == 0 || path[0] != '/')
+		return 0;
+	for (at = strstr(message, path); at; at = strstr(at + 1, path)) {
+		const char *tok;
+
+		if (strncmp(at + plen, gone, sizeof(gone) - 1) != 0)
+			continue;
+		/* The path's token: from the last space before it; it may carry the container's
+		 * root on the host before path, never anything else. */
+		for (tok = at; tok > message && tok[-1] != ' '; tok--)
+			;
+		if (tok != at && (tok[0] != '/' || memchr(tok, ':', (size_t)(at - tok))))
+			continue;
+		for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+			size_t n = strlen(ops[i]);
+
+			if ((size_t)(tok - message) >= n && memcmp(tok - n, ops[i], n) == 0 &&
+			    (tok - n == message || tok[-(ptrdiff_t)n - 1] == ' '))
+				return 1;
+		}
+	}
+	return 0;
+}
