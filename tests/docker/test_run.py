@@ -61,8 +61,8 @@ def test_a_static_program_calls_host_tools(container, transport):
 
 @launched
 def test_many_calls_in_one_run(container):
-    # Each answer is a file the engine writes and the supervisor reuses for the next
-    # request as soon as it is relayed.
+    # Each answer is a file the engine writes in place and sets the owner of after its
+    # close: the supervisor leaves it alone and writes the next request into the last one.
     pairs = []
     for i in range(12):
         pairs += ["add", f'{{"a": {i}, "b": 1}}']
