@@ -22,3 +22,19 @@ demo: setup
 	@MAF_LAUNCH=$(abspath $(BUILD))/maf-launch $(BUILD)/maf-host run --backend local \
 		--seccomp default --timeout 60 --max-calls 32 --summary --verbose \
 		$(DEMO_TOOLS) $(DEMO_DIR)/program.py -- "$(DEMO_STATE)"
+
+# make demo-docker: the same program, tools and summary, with the program in a container of
+# maf-launch/python-noshell (Python, no shell; built by make images), --network none, driven
+# through the Docker backend: the run directory is made, served, stopped and reclaimed over
+# the engine's exec and archive endpoints alone. The container is removed afterwards.
+demo-docker: setup
+	$(MAKE) images
+	@echo "== maf-host run tests/demo/program.py $(DEMO_STATE): Docker backend, a container of"
+	@echo "   $(IMAGE_PREFIX)/python-noshell (no shell, --network none), default seccomp policy,"
+	@echo "   4 host tools served by tests/demo/tools_server.py from tests/demo/data.json"
+	@echo
+	@c=maf-launch-demo-$$$$; \
+	$(DOCKER) run -d --rm --network none --name $$c $(IMAGE_PREFIX)/python-noshell >/dev/null; \
+	trap '$(DOCKER) rm -f '$$c' >/dev/null 2>&1' EXIT; \
+	$(BUILD)/maf-host run --backend docker:$$c --seccomp default --timeout 120 \
+		--max-calls 32 --summary --verbose $(DEMO_TOOLS) $(DEMO_DIR)/program.py -- "$(DEMO_STATE)"
