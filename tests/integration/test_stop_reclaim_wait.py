@@ -589,3 +589,17 @@ def test_wait_without_inotify_still_answers(run_dir):
     assert res.returncode == 0, res.stderr
     assert res.stdout == b'{"event":"timeout"}\n'
     assert b"cannot use inotify" in res.stderr
+
+
+def test_wait_for_a_file_already_there_makes_no_watch(run_dir):
+    # The first look goes before any inotify watch (a process that made one takes longer to
+    # end). Seven descriptors: 0-2, the three directories and the request's, none left for
+    # an inotify instance: made first, it would take the request's.
+    calls = calls_dir(run_dir)
+    publish(calls, "0001.request.json", b"[1]")
+    env = dict(os.environ, ASAN_OPTIONS="detect_leaks=0")
+    res = ml("wait", "--run-dir", run_dir, "--next", 1, "--timeout-ms", 60000, env=env,
+             preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (7, 7)))
+    assert res.returncode == 0, res.stderr
+    assert res.stderr == b""
+    assert parse_event(res.stdout) == ({"event": "request", "id": 1, "size": 3}, b"[1]")
