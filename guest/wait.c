@@ -260,8 +260,8 @@ int cmd_wait(int argc, char **argv)
 	}
 
 	/* The first look goes without watches: the host usually asks once the file is there,
-	 * and a process that made an inotify watch takes about 10 ms longer to end (measured
-	 * through the Docker engine's exec: 73 against 63 ms), as the kernel releases it. When
+	 * and a process that made an inotify watch takes longer to end, as the kernel releases
+	 * it (a tenth of an exec through the Docker engine: README, Performance). When
 	 * that look finds nothing, the watches go in place and everything is looked at again,
 	 * so a file that appears after that look wakes us and one before it is seen by it. */
 	ino = INO_NONE;
