@@ -21,6 +21,12 @@
  *   {"event":"lost"}\n   with --supervisor-pid P: P is gone (or is no longer the run's
  *        supervisor) and left no exit marker
  *
+ * maf-launch relay is the same wait after an answer: with --answer ID --value-b64 DATA it first
+ * writes DATA, decoded, whole as R/host_tools/host_tool_calls/IIII.response.json (a temporary
+ * name in that directory, then a rename), so a host with exec alone answers one call and
+ * fetches the next in one operation. An answer too large for an argument is written by the
+ * host first, and the relay then carries none.
+ *
  * A waiting request takes priority over the exit marker. The bytes are what the file held
  * when read, unchecked: the shim publishes through NNNN.request.json.part and a rename, so a
  * request is whole when its final name appears; anything else the program wrote is for the
@@ -76,6 +82,30 @@ static void usage(FILE *f)
 	      "  --max-bytes B    the largest request printed (default: 1048576)\n"
 	      "\n"
 	      "Exit codes: 0 an event (a timeout too) was printed, 2 usage, 125 failure.\n", f);
+}
+
+static void relay_usage(FILE *f)
+{
+	fputs("usage: maf-launch relay --run-dir R --next N --timeout-ms T\n"
+	      "                        [--answer ID --value-b64 DATA] [--max-bytes B]\n"
+	      "                        [--supervisor-pid P]\n"
+	      "\n"
+	      "Writes the answer to call ID, when given, then waits as 'maf-launch wait' does\n"
+	      "and prints the same events. DATA is the whole response file\n"
+	      "(R/host_tools/host_tool_calls/IIII.response.json), base64 (RFC 4648, padded);\n"
+	      "it is written under a temporary name and renamed into place, so a reader sees\n"
+	      "it whole or not at all. Creates R/host_tools/host_tool_calls if it is missing.\n"
+	      "\n"
+	      "  --run-dir R       the run directory (required)\n"
+	      "  --next N          the call id to wait for, 1..999999 (required)\n"
+	      "  --timeout-ms T    milliseconds to wait, up to 86400000; 0 looks once (required)\n"
+	      "  --answer ID       the call the answer is for, 1..999999 (with --value-b64)\n"
+	      "  --value-b64 DATA  the response file's bytes, base64 (with --answer)\n"
+	      "  --max-bytes B     the largest request printed (default: 1048576)\n"
+	      "  --supervisor-pid P  as for 'maf-launch wait'\n"
+	      "\n"
+	      "Exit codes: 0 the answer (if any) was written and an event printed, 2 usage,\n"
+	      "125 failure (the answer may not have been written: nothing was printed).\n", f);
 }
 
 static void emit(const char *head, const void *bytes, size_t len)
@@ -177,20 +207,85 @@ static int open_dir_at(int dirfd, const char *name, const char *shown)
 	die_errno(MAFP_EXIT_LAUNCHER, "cannot open %s", shown);
 }
 
+/* Writes data whole as dirfd/name: a fresh file under a temporary name (created, never
+ * opened if it exists: the directory is the program's too), then a rename over name, which
+ * replaces a symlink planted there rather than following it. Dies on failure. */
+static void write_whole(int dirfd, const char *dir_shown, const char *name, const void *data,
+			size_t len)
+{
+	char tmp[128];
+	int fd = -1, i;
+
+	for (i = 0; i < 100 && fd < 0; i++) {
+		snprintf(tmp, sizeof(tmp), ".%s.%ld.%llx.tmp", name, (long)getpid(),
+			 (unsigned long long)now_ms() ^ ((unsigned long long)i << 24));
+		fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+		if (fd < 0 && errno != EEXIST)
+			break;
+	}
+	if (fd < 0)
+		die_errno(MAFP_EXIT_LAUNCHER, "cannot create a file in %s for the answer",
+			  dir_shown);
+	if (write_all(fd, data, len) < 0 || close(fd) < 0) {
+		int e = errno;
+
+		unlinkat(dirfd, tmp, 0);
+		errno = e;
+		die_errno(MAFP_EXIT_LAUNCHER, "cannot write the answer %s/%s", dir_shown, name);
+	}
+	if (renameat(dirfd, tmp, dirfd, name) < 0) {
+		int e = errno;
+
+		unlinkat(dirfd, tmp, 0);
+		errno = e;
+		die_errno(MAFP_EXIT_LAUNCHER, "cannot put the answer in place as %s/%s", dir_shown,
+			  name);
+	}
+}
+
+static int wait_or_relay(int argc, char **argv, int relay);
+
 int cmd_wait(int argc, char **argv)
+{
+	return wait_or_relay(argc, argv, 0);
+}
+
+int cmd_relay(int argc, char **argv)
+{
+	return wait_or_relay(argc, argv, 1);
+}
+
+static int wait_or_relay(int argc, char **argv, int relay)
 {
 	const char *run_dir = NULL, *v, *why;
 	unsigned long long next = 0, timeout_ms = 0, max_bytes = WAIT_DEFAULT_MAX_BYTES;
 	char request[64], prefix[64], ht_path[MAFP_RUN_DIR_MAX + 32], path[MAFP_RUN_DIR_MAX + 64];
 	int i, have_next = 0, have_timeout = 0, run_fd, ht_fd, calls_fd, ino, sup_fd = -1;
 	int sup_gone = 0;
-	unsigned long long sup = 0;
+	unsigned long long sup = 0, answer = 0;
+	const char *b64 = NULL;
+	char answer_name[64];
+	unsigned char *answer_bytes = NULL;
+	long answer_len = 0;
 	long long deadline;
 
 	for (i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			usage(stdout);
+			if (relay)
+				relay_usage(stdout);
+			else
+				usage(stdout);
 			return 0;
+		}
+		if (relay && opt_take(argc, argv, &i, "--answer", &v)) {
+			if (parse_u64(v, MAFP_CALL_ID_MAX, &answer) < 0 || answer < 1)
+				die(MAFP_EXIT_USAGE, "--answer takes a call id from 1 to %d, not "
+				    "'%s'", MAFP_CALL_ID_MAX, v);
+			continue;
+		}
+		if (relay && opt_take(argc, argv, &i, "--value-b64", &v)) {
+			b64 = v;
+			continue;
 		}
 		if (opt_take(argc, argv, &i, "--run-dir", &v)) {
 			run_dir = v;
@@ -213,13 +308,28 @@ int cmd_wait(int argc, char **argv)
 				die(MAFP_EXIT_USAGE, "--max-bytes takes a byte count up to %llu, not "
 				    "'%s'", WAIT_MAX_BYTES_CAP, v);
 		} else {
-			die(MAFP_EXIT_USAGE, "unexpected argument '%s' (try 'maf-launch wait --help')",
-			    argv[i]);
+			die(MAFP_EXIT_USAGE, "unexpected argument '%s' (try 'maf-launch %s --help')",
+			    argv[i], relay ? "relay" : "wait");
 		}
 	}
 	if (!run_dir || !have_next || !have_timeout)
 		die(MAFP_EXIT_USAGE, "--run-dir, --next and --timeout-ms are required (try "
-		    "'maf-launch wait --help')");
+		    "'maf-launch %s --help')", relay ? "relay" : "wait");
+	if (!answer != !b64)
+		die(MAFP_EXIT_USAGE, "--answer and --value-b64 go together");
+	if (b64) {
+		size_t n = strlen(b64);
+
+		answer_bytes = malloc(n / 4 * 3 + 1);
+		if (!answer_bytes)
+			die(MAFP_EXIT_LAUNCHER, "out of memory for a %zu-byte answer", n);
+		answer_len = mafp_base64_decode(b64, n, answer_bytes);
+		if (answer_len < 0)
+			die(MAFP_EXIT_USAGE, "--value-b64 is not base64 (RFC 4648, padded)");
+		if (mafp_call_file_name(answer_name, sizeof(answer_name), (long)answer,
+					MAFP_SUFFIX_RESPONSE) < 0)
+			die(MAFP_EXIT_USAGE, "--answer %llu is out of range", answer);
+	}
 	if (mafp_run_dir_check(run_dir, &why) < 0)
 		die(MAFP_EXIT_USAGE, "bad --run-dir '%s': %s", run_dir, why);
 	if (mafp_call_file_name(request, sizeof(request), (long)next, MAFP_SUFFIX_REQUEST) < 0)
@@ -239,6 +349,10 @@ int cmd_wait(int argc, char **argv)
 		die_errno(MAFP_EXIT_LAUNCHER, "cannot create %s/%s", ht_path, MAFP_DIR_CALLS);
 	snprintf(path, sizeof(path), "%s/%s/%s", run_dir, MAFP_DIR_HOST_TOOLS, MAFP_DIR_CALLS);
 	calls_fd = open_dir_at(ht_fd, MAFP_DIR_CALLS, path);
+	if (answer_bytes) {
+		write_whole(calls_fd, path, answer_name, answer_bytes, (size_t)answer_len);
+		free(answer_bytes);
+	}
 
 	/* The supervisor, when named: its end wakes us (a pidfd polls readable once its process
 	 * exits), and a supervisor that ended without the exit marker means the run is lost. It

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -669,4 +670,85 @@ void mafp_response_clear(struct mafp_response *resp)
 	free(resp->refusal);
 	resp->value = NULL;
 	resp->refusal = NULL;
+}
+
+/* ---- base64 --------------------------------------------------------------------------- */
+
+static const char b64_alphabet[] =
+	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+size_t mafp_base64_encode(const void *data, size_t len, char *out)
+{
+	const unsigned char *p = data;
+	size_t i, o = 0;
+
+	for (i = 0; i + 2 < len; i += 3) {
+		uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
+
+		out[o++] = b64_alphabet[v >> 18];
+		out[o++] = b64_alphabet[(v >> 12) & 63];
+		out[o++] = b64_alphabet[(v >> 6) & 63];
+		out[o++] = b64_alphabet[v & 63];
+	}
+	if (i < len) {
+		uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < len ? (uint32_t)p[i + 1] << 8 : 0);
+
+		out[o++] = b64_alphabet[v >> 18];
+		out[o++] = b64_alphabet[(v >> 12) & 63];
+		out[o++] = i + 1 < len ? b64_alphabet[(v >> 6) & 63] : '=';
+		out[o++] = '=';
+	}
+	out[o] = '\0';
+	return o;
+}
+
+static int b64_value(unsigned char c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '+')
+		return 62;
+	if (c == '/')
+		return 63;
+	return -1;
+}
+
+long mafp_base64_decode(const char *text, size_t len, void *out)
+{
+	unsigned char *o = out;
+	size_t i, n = 0;
+
+	if (len % 4 != 0 || len / 4 * 3 > (size_t)LONG_MAX)
+		return -1;
+	for (i = 0; i < len; i += 4) {
+		int a = b64_value((unsigned char)text[i]), b = b64_value((unsigned char)text[i + 1]);
+		int c = b64_value((unsigned char)text[i + 2]), d = b64_value((unsigned char)text[i + 3]);
+		int last = i + 4 == len;
+
+		if (a < 0 || b < 0)
+			return -1;
+		if (last && text[i + 3] == '=') {
+			if (text[i + 2] == '=') {
+				if (b & 15)
+					return -1;    /* bits that encode nothing must be zero */
+				o[n++] = (unsigned char)(a << 2 | b >> 4);
+				return (long)n;
+			}
+			if (c < 0 || (c & 3))
+				return -1;
+			o[n++] = (unsigned char)(a << 2 | b >> 4);
+			o[n++] = (unsigned char)((b & 15) << 4 | c >> 2);
+			return (long)n;
+		}
+		if (c < 0 || d < 0)
+			return -1;
+		o[n++] = (unsigned char)(a << 2 | b >> 4);
+		o[n++] = (unsigned char)((b & 15) << 4 | c >> 2);
+		o[n++] = (unsigned char)((c & 3) << 6 | d);
+	}
+	return (long)n;
 }

@@ -439,7 +439,7 @@ MAFH_API int mafh_shim_source(const struct mafh_registry *reg, char **text, size
 
 /* How requests are found. */
 enum mafh_transport {
-	/* FILES where the backend has MAFH_CAP_WAIT_CHANGE, else WAIT where it has
+	/* FILES where the backend has MAFH_CAP_WAIT_CHANGE, else RELAY where it has
 	 * MAFH_CAP_BLOCKING_EXEC, else FILES. */
 	MAFH_TRANSPORT_AUTO,
 	/* read-if-present of the request files: adaptive polling, or with
@@ -448,7 +448,11 @@ enum mafh_transport {
 	/* a long-poll through `maf-launch wait` (needs MAFH_CAP_BLOCKING_EXEC); falls back to
 	 * FILES when the launcher has no `wait` */
 	MAFH_TRANSPORT_WAIT,
-	MAFH_TRANSPORT_RELAY,      /* reserved: refused with MAFH_ENOTSUP */
+	/* one exec a call: `maf-launch relay` writes the last answer (carried in its argv,
+	 * base64; one over 48 KiB is written first, a WRITE op) and waits for the next request
+	 * as `wait` does (needs MAFH_CAP_BLOCKING_EXEC); falls back to WAIT when the launcher
+	 * has no `relay` */
+	MAFH_TRANSPORT_RELAY,
 	MAFH_TRANSPORT_STREAM,     /* reserved: refused with MAFH_ENOTSUP */
 };
 /* "auto", "files", "wait", "relay", "stream": static. */

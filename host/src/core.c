@@ -5,7 +5,8 @@
  * and starts the ending ops (ending_next() orders them).
  *
  * The course of a run: write program.py and the shim, exec `maf-launch run`, serve (files:
- * a look for the next request, paced or woken by the backend; wait: `maf-launch wait`), and
+ * a look for the next request, paced or woken by the backend; wait: `maf-launch wait`;
+ * relay: `maf-launch relay`, which writes the last answer and waits for the next), and
  * once the exit marker appears: `maf-launch stop` (which proves the tree is gone and prints
  * the exit record), the output, `maf-launch reclaim`. A run cut short (deadline, stop, error)
  * reads the output first, since it is the only witness of what the program did.
@@ -26,6 +27,9 @@
  * publish through a rename (the program may write request files itself) can be seen torn. */
 #define TORN_GRACE_MS 20
 #define STOP_TIMEOUT_S "10"
+/* The largest response `maf-launch relay` carries in its argv: its base64 stays well under
+ * the kernel's 128 KiB for one argument. A larger one is written first. */
+#define RELAY_ANSWER_MAX (48 * 1024)
 
 /* ---- events and errors -------------------------------------------------------------------- */
 
@@ -113,6 +117,8 @@ static void drop_call(struct mafh_run *run)
 {
 	free(run->wbuf);
 	run->wbuf = NULL;
+	free(run->relay_b64);
+	run->relay_b64 = NULL;
 	drop_call_texts(run);
 	run->call_t = NULL;
 }
@@ -400,6 +406,12 @@ static void take_exit_marker(struct mafh_run *run, const char *buf, size_t len)
 	end_run(run, MAFH_RUN_RUNNING, 0, NULL);
 }
 
+/* The launcher command a WAIT_EXEC runs. */
+static const char *wait_word(const struct mafh_run *run)
+{
+	return run->transport == MAFH_TRANSPORT_RELAY && !run->liveness_probe ? "relay" : "wait";
+}
+
 static void take_wait_event(struct mafh_run *run, const struct mafh_exec_result *x)
 {
 	struct mafh__wait_event ev;
@@ -407,19 +419,23 @@ static void take_wait_event(struct mafh_run *run, const struct mafh_exec_result 
 
 	if (x->timed_out || x->exit_code != 0) {
 		if (x->exit_code == MAFP_EXIT_USAGE && !run->wait_used &&
-		    run->transport == MAFH_TRANSPORT_WAIT) {
-			/* A launcher without `wait`: fall back to polling the files. */
-			run->transport = MAFH_TRANSPORT_FILES;
+		    (run->transport == MAFH_TRANSPORT_WAIT ||
+		     run->transport == MAFH_TRANSPORT_RELAY)) {
+			/* A launcher without `relay`: fall back to `wait` (an answer carried
+			 * is written on its own); without `wait`: to polling the files. */
+			run->transport = run->transport == MAFH_TRANSPORT_RELAY
+					 ? MAFH_TRANSPORT_WAIT : MAFH_TRANSPORT_FILES;
 			run->next_look_ms = run->now;
 			return;
 		}
 		mafh__first_line(line, sizeof(line), x->err, x->err_len);
-		end_run(run, MAFH_RUN_ERROR, MAFH_EIO, "maf-launch wait %s: %s",
+		end_run(run, MAFH_RUN_ERROR, MAFH_EIO, "maf-launch %s %s: %s", wait_word(run),
 			x->timed_out ? "did not return in time" : "failed", line);
 		return;
 	}
 	if (mafh__wait_event_parse(x->out, x->out_len, &ev) != 0) {
-		end_run(run, MAFH_RUN_ERROR, MAFH_EPROTO, "maf-launch wait printed no event line");
+		end_run(run, MAFH_RUN_ERROR, MAFH_EPROTO, "maf-launch %s printed no event line",
+			wait_word(run));
 		return;
 	}
 	run->wait_used = 1;
@@ -461,14 +477,23 @@ static void take_wait_event(struct mafh_run *run, const struct mafh_exec_result 
 	case MAFH__WAIT_OTHER:
 		break;
 	}
-	end_run(run, MAFH_RUN_ERROR, MAFH_EPROTO, "maf-launch wait printed an unexpected event");
+	end_run(run, MAFH_RUN_ERROR, MAFH_EPROTO, "maf-launch %s printed an unexpected event",
+		wait_word(run));
+}
+
+/* The answer due goes in the argv of `maf-launch relay`: it fits, and there is an id after
+ * it to wait for. */
+static int relay_carries(const struct mafh_run *run)
+{
+	return run->transport == MAFH_TRANSPORT_RELAY && run->wlen <= RELAY_ANSWER_MAX &&
+	       run->next_id < MAFP_CALL_ID_MAX;
 }
 
 /* The next serving state, from what is due. */
 static enum mafh__state serve_next(struct mafh_run *run)
 {
 	if (run->wbuf)
-		return ST_ANSWER;
+		return relay_carries(run) ? ST_WAIT_EXEC : ST_ANSWER;
 	if (run->call_args)
 		return ST_CALL;
 	if (run->now < run->next_look_ms &&
@@ -480,7 +505,7 @@ static enum mafh__state serve_next(struct mafh_run *run)
 			MAFP_CALL_ID_MAX);
 		return ST_ENDING;
 	}
-	if (run->transport == MAFH_TRANSPORT_WAIT)
+	if (run->transport == MAFH_TRANSPORT_WAIT || run->transport == MAFH_TRANSPORT_RELAY)
 		return ST_WAIT_EXEC;
 	/* Quiet for a while over files: is the supervisor still there to write the marker? */
 	if (run->liveness_ms && run->result.supervisor_pid && run->now >= run->next_liveness_ms) {
@@ -708,14 +733,36 @@ static int emit_wait_exec(struct mafh_run *run, struct mafh_op *op)
 	/* A liveness check looks once, without waiting. */
 	int64_t slice = run->liveness_probe ? 0 : wait_slice(run);
 
-	mafh__argv_wait(&run->argv, run->launcher, run->run_dir, run->next_id, slice,
-			run->limits.max_request_bytes, run->result.supervisor_pid);
+	run->relay_carried = 0;
+	if (run->transport == MAFH_TRANSPORT_RELAY && !run->liveness_probe) {
+		if (run->wbuf && relay_carries(run)) {
+			free(run->relay_b64);
+			run->relay_b64 = malloc(MAFP_BASE64_LEN(run->wlen) + 1);
+			if (!run->relay_b64) {
+				end_run(run, MAFH_RUN_ERROR, MAFH_ENOMEM, "out of memory encoding a "
+					"response");
+				return 0;
+			}
+			mafp_base64_encode(run->wbuf, run->wlen, run->relay_b64);
+			run->relay_carried = 1;
+		}
+		/* Carrying the answer to next_id, it waits for the request after it. */
+		mafh__argv_relay(&run->argv, run->launcher, run->run_dir,
+				 run->next_id + run->relay_carried, slice,
+				 run->limits.max_request_bytes, run->result.supervisor_pid,
+				 run->next_id, run->relay_carried ? run->relay_b64 : NULL);
+	} else {
+		mafh__argv_wait(&run->argv, run->launcher, run->run_dir, run->next_id, slice,
+				run->limits.max_request_bytes, run->result.supervisor_pid);
+	}
 	/* Room for the event line and the largest request it may print; the exec's own
 	 * overhead gets a few seconds past the slice, so the deadline is not overrun by more. */
 	op_exec(run, op, slice + (run->exec_timeout_ms < 5000 ? run->exec_timeout_ms : 5000),
 		run->limits.max_request_bytes + WAIT_HEAD_MAX + 2);
 	return 1;
 }
+
+static void answer_written(struct mafh_run *run, int64_t written_ms);
 
 static void take_wait_exec(struct mafh_run *run, const struct mafh_op_result *res)
 {
@@ -730,9 +777,27 @@ static void take_wait_exec(struct mafh_run *run, const struct mafh_op_result *re
 		}
 	}
 	if (res->error) {
-		end_run(run, MAFH_RUN_ERROR, res->error, "maf-launch wait could not be run: %s",
-			res->detail.message);
+		end_run(run, MAFH_RUN_ERROR, res->error, "maf-launch %s could not be run: %s",
+			wait_word(run), res->detail.message);
 		return;
+	}
+	if (run->relay_carried) {
+		run->relay_carried = 0;
+		free(run->relay_b64);
+		run->relay_b64 = NULL;
+		/* The relay writes the answer before it waits, and prints nothing when it could
+		 * not: an event means the answer is in place. */
+		if (!res->exec.timed_out && res->exec.exit_code == 0)
+			answer_written(run, run->op_started_ms);
+		else if (res->exec.exit_code != MAFP_EXIT_USAGE || run->wait_used) {
+			char line[160];
+
+			mafh__first_line(line, sizeof(line), res->exec.err, res->exec.err_len);
+			end_run(run, MAFH_RUN_ERROR, MAFH_EIO, "maf-launch relay %s, carrying the "
+				"answer to call %ld: %s", res->exec.timed_out ? "did not return in "
+				"time" : "failed", run->next_id, line);
+			return;
+		}
 	}
 	take_wait_event(run, &res->exec);
 }
@@ -816,28 +881,22 @@ static int emit_answer(struct mafh_run *run, struct mafh_op *op)
 	return 1;
 }
 
-static void take_answer(struct mafh_run *run, const struct mafh_op_result *res)
+/* The answer to next_id is in place (at written_ms): counted, reported, and the next id is
+ * due. */
+static void answer_written(struct mafh_run *run, int64_t written_ms)
 {
 	struct mafh_event ev = {
 		.kind = run->answer_refused ? MAFH_EVENT_CALL_REFUSED : MAFH_EVENT_CALL_SERVED,
 		.call_id = run->next_id, .tool = run->call_tool[0] ? run->call_tool : NULL,
-		.duration_ms = run->now - run->request_ms,
+		.duration_ms = written_ms - run->request_ms,
 		.message = run->answer_refused ? run->answer_sentence : NULL,
 		.detail = run->answer_note, .detail_len = run->answer_note_len,
 	};
 	struct mafh__answered *slot;
-	char name[32];
 
-	run->state = ST_SERVE;
 	free(run->wbuf);
 	run->wbuf = NULL;
 	run->replaces_id = 0;
-	if (res->error) {
-		mafp_call_file_name(name, sizeof(name), run->next_id, MAFP_SUFFIX_RESPONSE);
-		end_run(run, MAFH_RUN_ERROR, res->error, "writing the response %s failed: %s", name,
-			res->detail.message[0] ? res->detail.message : mafh_strerror(res->error));
-		return;
-	}
 	run->answered++;
 	run->result.calls++;
 	run->result.refusals += run->answer_refused;
@@ -853,8 +912,25 @@ static void take_answer(struct mafh_run *run, const struct mafh_op_result *res)
 	run->next_look_ms = mafh__pacing_answered(&run->pacing, run->now);
 	if (notifying(run))
 		wait_for_files(run);    /* returns at once if the request is there already */
-	else if (run->transport == MAFH_TRANSPORT_WAIT)
+	else if (run->transport == MAFH_TRANSPORT_WAIT || run->transport == MAFH_TRANSPORT_RELAY)
 		run->next_look_ms = run->now;   /* the wait itself blocks until it is there */
+}
+
+static void take_answer(struct mafh_run *run, const struct mafh_op_result *res)
+{
+	char name[32];
+
+	run->state = ST_SERVE;
+	if (res->error) {
+		free(run->wbuf);
+		run->wbuf = NULL;
+		run->replaces_id = 0;
+		mafp_call_file_name(name, sizeof(name), run->next_id, MAFP_SUFFIX_RESPONSE);
+		end_run(run, MAFH_RUN_ERROR, res->error, "writing the response %s failed: %s", name,
+			res->detail.message[0] ? res->detail.message : mafh_strerror(res->error));
+		return;
+	}
+	answer_written(run, run->now);
 }
 
 static int emit_output(struct mafh_run *run, struct mafh_op *op)

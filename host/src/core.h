@@ -2,7 +2,7 @@
  * makes and frees it), and the pure functions the state machine calls, each in a file of its
  * own and unit-tested alone (tests/unit/test_core_parts.c):
  *   pacing.c           when to look for the next request (files transport)
- *   launcher_argv.c    the argv of `maf-launch run`, `wait`, `stop`, `reclaim`
+  *   launcher_argv.c    the argv of `maf-launch run`, `wait`, `relay`, `stop`, `reclaim`
  *   launcher_output.c  what the launcher prints: the launch line, `wait` events
  *   answer.c           a request's bytes judged, a tool's answer encoded
  * None of them performs I/O, allocates beyond what it returns, or keeps state of its own. */
@@ -83,6 +83,11 @@ int mafh__argv_launch(struct mafh__argv *a, const struct mafh__launch_args *la);
 /* supervisor_pid 0: none given (no "lost" event). */
 int mafh__argv_wait(struct mafh__argv *a, const char *launcher, const char *run_dir,
 		    long next_id, int64_t slice_ms, uint64_t max_bytes, int64_t supervisor_pid);
+/* `maf-launch relay`: the wait above, after writing answer_b64 (base64 of the response file)
+ * as the response to answer_id; answer_b64 NULL carries none (answer_id is then unused). */
+int mafh__argv_relay(struct mafh__argv *a, const char *launcher, const char *run_dir,
+		     long next_id, int64_t slice_ms, uint64_t max_bytes, int64_t supervisor_pid,
+		     long answer_id, const char *answer_b64);
 int mafh__argv_stop(struct mafh__argv *a, const char *launcher, const char *run_dir,
 		    int64_t supervisor_pid, const char *timeout_s);
 int mafh__argv_reclaim(struct mafh__argv *a, const char *launcher, const char *run_dir);
@@ -213,7 +218,7 @@ struct mafh_run {
 	char **writable;                /* NULL-terminated, or NULL */
 	int64_t liveness_ms;
 	int64_t timeout_ms;
-	enum mafh_transport transport;  /* resolved: FILES or WAIT */
+	enum mafh_transport transport;  /* resolved: FILES, WAIT or RELAY */
 	int keep_run_dir;
 	int write_shim;
 	int64_t wait_slice_ms, exec_timeout_ms;
@@ -228,6 +233,8 @@ struct mafh_run {
 	char path[MAFP_RUN_DIR_MAX + 128];
 	char *wbuf;                     /* WRITE data, owned */
 	size_t wlen;
+	char *relay_b64;                /* relay: the answer carried in argv, base64, owned */
+	int relay_carried;              /* the WAIT_EXEC out carries the answer in wbuf */
 	int64_t op_started_ms;
 
 	/* Time. */

@@ -88,6 +88,23 @@ int mafh__argv_wait(struct mafh__argv *a, const char *launcher, const char *run_
 	return done(a);
 }
 
+int mafh__argv_relay(struct mafh__argv *a, const char *launcher, const char *run_dir,
+		     long next_id, int64_t slice_ms, uint64_t max_bytes, int64_t supervisor_pid,
+		     long answer_id, const char *answer_b64)
+{
+	start(a, launcher, "relay", run_dir);
+	option(a, "--next", num(a, "%ld", next_id));
+	option(a, "--timeout-ms", num(a, "%lld", (long long)slice_ms));
+	option(a, "--max-bytes", num(a, "%llu", (unsigned long long)max_bytes));
+	if (supervisor_pid > 0)
+		option(a, "--supervisor-pid", num(a, "%lld", (long long)supervisor_pid));
+	if (answer_b64) {
+		option(a, "--answer", num(a, "%ld", answer_id));
+		option(a, "--value-b64", answer_b64);
+	}
+	return done(a);
+}
+
 int mafh__argv_stop(struct mafh__argv *a, const char *launcher, const char *run_dir,
 		    int64_t supervisor_pid, const char *timeout_s)
 {

@@ -197,11 +197,11 @@ static int run_create(struct mafh_registry *reg, struct mafh_backend *backend, u
 
 	/* Capabilities first, before anything else can fail later at the first call. */
 	need = MAFH_CAPS_REQUIRED;
-	if (o.transport == MAFH_TRANSPORT_WAIT)
+	if (o.transport == MAFH_TRANSPORT_WAIT || o.transport == MAFH_TRANSPORT_RELAY)
 		need |= MAFH_CAP_BLOCKING_EXEC;
-	if (o.transport == MAFH_TRANSPORT_RELAY || o.transport == MAFH_TRANSPORT_STREAM)
+	if (o.transport == MAFH_TRANSPORT_STREAM)
 		return mafh__error_set(err, MAFH_ENOTSUP, "the %s transport is not implemented "
-				       "yet: use files or wait",
+				       "yet: use files, wait or relay",
 				       mafh_transport_name(o.transport));
 	if ((unsigned)o.transport > MAFH_TRANSPORT_STREAM)
 		return mafh__error_set(err, MAFH_EINVAL, "unknown transport");
@@ -236,10 +236,11 @@ static int run_create(struct mafh_registry *reg, struct mafh_backend *backend, u
 	run->limits = reg->limits;
 	run->timeout_ms = o.timeout_ms;
 	run->transport = o.transport;
-	/* A wait the backend ends on a change beats an exec per call of `maf-launch wait`. */
+	/* A wait the backend ends on a change costs no exec at all; else one exec a call of
+	 * `maf-launch relay`, which answers and fetches the next request at once. */
 	if (run->transport == MAFH_TRANSPORT_AUTO)
 		run->transport = (caps & MAFH_CAP_WAIT_CHANGE) ? MAFH_TRANSPORT_FILES
-				 : (caps & MAFH_CAP_BLOCKING_EXEC) ? MAFH_TRANSPORT_WAIT
+				 : (caps & MAFH_CAP_BLOCKING_EXEC) ? MAFH_TRANSPORT_RELAY
 								   : MAFH_TRANSPORT_FILES;
 	run->keep_run_dir = o.keep_run_dir;
 	run->write_shim = o.program && o.write_shim;
@@ -371,6 +372,7 @@ void mafh_run_free(struct mafh_run *run)
 		free(run->writable[i]);
 	free(run->writable);
 	free(run->wbuf);
+	free(run->relay_b64);
 	cJSON_Delete(run->call_args);
 	free(run->call_text);
 	free(run->answer_note);

@@ -12,6 +12,7 @@
 
 #include "cJSON.h"
 #include "mafhost.h"
+#include "protocol.h"
 
 #define R "/tmp/run"
 #define CALLS R "/host_tools/host_tool_calls/"
@@ -588,7 +589,7 @@ static void test_write_donor(void **state)
 	teardown_run(&f);
 
 	/* A request that came as a wait event was never read as a file. */
-	setup_run(&f, NULL, MAFH_TRANSPORT_AUTO, 60000);
+	setup_run(&f, NULL, MAFH_TRANSPORT_WAIT, 60000);
 	start(&f);
 	snprintf(ev, sizeof(ev), "{\"event\":\"request\",\"id\":1,\"size\":%zu}\n%s",
 		 strlen(req(1, "{\"a\": 1}")), req(1, "{\"a\": 1}"));
@@ -936,7 +937,7 @@ static void test_lost_run(void **state)
 
 	(void)state;
 	/* wait: it names the supervisor, and says when it is gone. */
-	setup_run(&f, NULL, MAFH_TRANSPORT_AUTO, 60000);
+	setup_run(&f, NULL, MAFH_TRANSPORT_WAIT, 60000);
 	start(&f);
 	op = next(&f);
 	assert_string_equal(op.argv[1], "wait");
@@ -1061,7 +1062,7 @@ static void test_wait_transport(void **state)
 	const char *body = req(1, "{\"a\": 41}");
 
 	(void)state;
-	setup_run(&f, NULL, MAFH_TRANSPORT_AUTO, 60000);
+	setup_run(&f, NULL, MAFH_TRANSPORT_WAIT, 60000);
 	start(&f);
 	give_wait_event(&f, 1, "{\"event\":\"timeout\"}\n");
 	snprintf(ev, sizeof(ev), "{\"event\":\"request\",\"id\":1,\"size\":%zu}\n%s", strlen(body),
@@ -1139,6 +1140,127 @@ static void test_wait_garbage(void **state)
 	assert_int_equal(next(&f).kind, MAFH_OP_DONE);
 	assert_int_equal(mafh_run_result(f.run)->status, MAFH_RUN_ERROR);
 	assert_int_equal(mafh_run_result(f.run)->error.code, MAFH_EPROTO);
+	teardown_run(&f);
+}
+
+/* One relay exec: --next N, and the answer to the call before it when one is due. Returns
+ * the op's decoded answer (static buffer), "" when it carries none. */
+static const char *give_relay_event(struct fixture *f, long expect_next, const char *text)
+{
+	static char answer[4096];
+	char buf[32];
+	const char *b64;
+	struct mafh_op op = next(f);
+	long n;
+
+	assert_int_equal(op.kind, MAFH_OP_EXEC);
+	assert_string_equal(op.argv[1], "relay");
+	snprintf(buf, sizeof(buf), "%ld", expect_next);
+	assert_string_equal(argv_after(&op, "--next"), buf);
+	assert_string_equal(argv_after(&op, "--supervisor-pid"), "42");
+	b64 = argv_after(&op, "--value-b64");
+	answer[0] = '\0';
+	if (b64) {
+		snprintf(buf, sizeof(buf), "%ld", expect_next - 1);
+		assert_string_equal(argv_after(&op, "--answer"), buf);
+		assert_true(strlen(b64) / 4 * 3 < sizeof(answer));
+		n = mafp_base64_decode(b64, strlen(b64), answer);
+		assert_true(n >= 0);
+		answer[n] = '\0';
+	} else {
+		assert_null(argv_after(&op, "--answer"));
+	}
+	give_exec(f, 0, text, "");
+	return answer;
+}
+
+static void test_relay_transport(void **state)
+{
+	struct fixture f;
+	struct mafh_op op;
+	char ev[1024];
+	const char *body = req(1, "{\"a\": 41}");
+
+	(void)state;
+	/* auto over a backend with a blocking exec and no change notification: relay. */
+	setup_run(&f, NULL, MAFH_TRANSPORT_AUTO, 60000);
+	start(&f);
+	assert_string_equal(give_relay_event(&f, 1, "{\"event\":\"timeout\"}\n"), "");
+	snprintf(ev, sizeof(ev), "{\"event\":\"request\",\"id\":1,\"size\":%zu}\n%s",
+		 strlen(body), body);
+	assert_string_equal(give_relay_event(&f, 1, ev), "");
+	op = next(&f);
+	give_call(&f, &op);
+	/* The answer rides with the wait for the next request: no write. */
+	assert_string_equal(give_relay_event(&f, 2, "{\"event\":\"timeout\"}\n"),
+			    "{\"value\":42}");
+	assert_int_equal(mafh_run_result(f.run)->calls, 1);
+	assert_non_null(strstr(f.events, "call_served 1 add"));
+	assert_string_equal(give_relay_event(&f, 2, "{\"event\":\"request\",\"id\":2,"
+					     "\"size\":0,\"error\":\"not a regular file\"}\n"),
+			    "");
+	assert_non_null(strstr(give_relay_event(&f, 3, "{\"event\":\"exit\",\"size\":1}\n0"),
+			       "not a regular file"));
+	finish_normally(&f, "out");
+	assert_int_equal(mafh_run_result(f.run)->status, MAFH_RUN_EXITED);
+	assert_int_equal(mafh_run_result(f.run)->calls, 2);
+	assert_int_equal(mafh_run_result(f.run)->refusals, 1);
+	/* launch, five relays, stop, reclaim; the program and the shim the only writes. */
+	assert_int_equal(mafh_run_result(f.run)->ops.exec, 1 + 5 + 2);
+	assert_int_equal(mafh_run_result(f.run)->ops.write, 2);
+	teardown_run(&f);
+}
+
+/* A launcher without relay: the answer it was to carry is written, and `wait` serves on. A
+ * relay that fails once it has served is the run's error. */
+static void test_relay_fallback(void **state)
+{
+	struct fixture f;
+	struct mafh_op op;
+	char ev[1024];
+	const char *body = req(1, "{\"a\": 1}");
+
+	(void)state;
+	setup_run(&f, NULL, MAFH_TRANSPORT_RELAY, 60000);
+	start(&f);
+	op = next(&f);
+	assert_string_equal(op.argv[1], "relay");
+	give_exec(&f, 2, "", "unknown command 'relay'");
+	snprintf(ev, sizeof(ev), "{\"event\":\"request\",\"id\":1,\"size\":%zu}\n%s",
+		 strlen(body), body);
+	give_wait_event(&f, 1, ev);
+	op = next(&f);
+	give_call(&f, &op);
+	op = next(&f);
+	expect_path(&op, MAFH_OP_WRITE, CALLS "0001.response.json");
+	give_write_ok(&f);
+	give_wait_event(&f, 2, "{\"event\":\"exit\",\"size\":1}\n0");
+	finish_normally(&f, "");
+	assert_int_equal(mafh_run_result(f.run)->calls, 1);
+	teardown_run(&f);
+
+	setup_run(&f, NULL, MAFH_TRANSPORT_RELAY, 60000);
+	start(&f);
+	give_relay_event(&f, 1, ev);
+	op = next(&f);
+	give_call(&f, &op);
+	op = next(&f);
+	assert_string_equal(op.argv[1], "relay");
+	assert_non_null(argv_after(&op, "--answer"));
+	give_exec(&f, 125, "", "maf-launch relay: cannot write the answer: No space left");
+	op = next(&f);
+	expect_path(&op, MAFH_OP_READ, R "/host_tools/program_output.txt");
+	give_read(&f, MAFH_READ_OK, "");
+	op = next(&f);
+	assert_string_equal(op.argv[1], "stop");
+	give_exec(&f, 0, RECORD, "");
+	op = next(&f);
+	assert_string_equal(op.argv[1], "reclaim");
+	give_exec(&f, 0, "", "");
+	assert_int_equal(next(&f).kind, MAFH_OP_DONE);
+	assert_int_equal(mafh_run_result(f.run)->status, MAFH_RUN_ERROR);
+	assert_int_equal(mafh_run_result(f.run)->calls, 0);
+	assert_non_null(strstr(mafh_run_result(f.run)->error.message, "No space left"));
 	teardown_run(&f);
 }
 
@@ -1481,6 +1603,8 @@ int main(void)
 		cmocka_unit_test(test_containment_from_launch_line),
 		cmocka_unit_test(test_wait_fallback),
 		cmocka_unit_test(test_wait_garbage),
+		cmocka_unit_test(test_relay_transport),
+		cmocka_unit_test(test_relay_fallback),
 		cmocka_unit_test(test_wait_target),
 		cmocka_unit_test(test_keep_and_argv),
 		cmocka_unit_test(test_driver),

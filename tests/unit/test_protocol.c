@@ -1339,6 +1339,41 @@ static void test_response_round_trip(void **state)
 	free(s);
 }
 
+/* base64 as `maf-launch relay` takes it: RFC 4648's vectors, every length round trip, and
+ * nothing but the canonical text accepted. */
+static void test_base64(void **state)
+{
+	static const char *const vec[][2] = {
+		{"", ""}, {"f", "Zg=="}, {"fo", "Zm8="}, {"foo", "Zm9v"}, {"foob", "Zm9vYg=="},
+		{"fooba", "Zm9vYmE="}, {"foobar", "Zm9vYmFy"},
+	};
+	static const char *const bad[] = {
+		"Zg=", "Zg", "Z===", "====", "Zh==", "Zm9=", "Zg==Zg==", "Zm 9", "Zm9v\n", "Zm-v",
+		"Zm_v", "=m9v", "Z=9v",
+	};
+	unsigned char in[300], out[300];
+	char text[401];
+	size_t i, len;
+
+	(void)state;
+	for (i = 0; i < sizeof(vec) / sizeof(vec[0]); i++) {
+		len = strlen(vec[i][0]);
+		assert_int_equal(mafp_base64_encode(vec[i][0], len, text), strlen(vec[i][1]));
+		assert_string_equal(text, vec[i][1]);
+		assert_int_equal(mafp_base64_decode(vec[i][1], strlen(vec[i][1]), out), (long)len);
+		assert_memory_equal(out, vec[i][0], len);
+	}
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(mafp_base64_decode(bad[i], strlen(bad[i]), out), -1);
+	for (i = 0; i < sizeof(in); i++)
+		in[i] = (unsigned char)(i * 37 + 11);
+	for (len = 0; len <= sizeof(in); len++) {
+		assert_int_equal(mafp_base64_encode(in, len, text), MAFP_BASE64_LEN(len));
+		assert_int_equal(mafp_base64_decode(text, MAFP_BASE64_LEN(len), out), (long)len);
+		assert_memory_equal(out, in, len);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1382,6 +1417,7 @@ int main(void)
 		cmocka_unit_test(test_response_decode_torn),
 		cmocka_unit_test(test_response_round_trip),
 		cmocka_unit_test(test_marker_parse_long_max_overflow),
+		cmocka_unit_test(test_base64),
 	};
 
 	return cmocka_run_group_tests_name("protocol", tests, NULL, NULL);
