@@ -38,11 +38,11 @@ bench-calls: $(BUILD)/maf-launch $(BUILD)/maf-host $(BUILD)/bench_calls_inproc $
 # make bench-docker: host-tool calls over the Docker engine (tests/bench/bench_docker.py): the
 # median of each engine operation through libmafhost's Docker backend (docker_ops), then the
 # per-call p50 and p90 and the backend operations per call of maf-host run --backend docker
-# (--transport files and wait) in python-noshell, against maf-sandbox's way measured in the
-# same run (its shell launcher in python-noshell with busybox-static added, served over docker
-# cp and docker exec at 0.2 s and 10 ms polls). Figures only, no pass/fail; the targets (p50
-# <= median exec + median write + 5 ms, and at least 2x fewer operations per call than the
-# 10 ms baseline) are printed beside them. Sets the machine up and builds what it needs,
+# (--transport files, wait and relay) in python-noshell, against maf-sandbox's way measured in
+# the same run (its shell launcher in python-noshell with busybox-static added, served over
+# docker cp and docker exec at 0.2 s and 10 ms polls). Figures only, no pass/fail; the targets
+# (p50 <= median exec + median write + 5 ms, and at least 2x fewer operations per call than
+# the 10 ms baseline) are printed beside them. Sets the machine up and builds what it needs,
 # images included; every container it runs, and its baseline image, is removed at the end.
 BENCH_DOCKER_CALLS ?= 40
 BENCH_DOCKER_ENGINE_OPS ?= 30

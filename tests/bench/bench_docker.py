@@ -10,10 +10,10 @@ against the way maf-sandbox does it, measured in the same run on the same engine
    archive read of a small file that exists and of one that does not, and stat (the
    archive's HEAD) of each. Median and p90 of --engine-ops of each, and the engine requests
    each one is.
-2. Ours: `maf-host run --backend docker:C --json --transport files`, then `--transport
-   wait`, in a python-noshell container, the `echo` tool served by a tools server
-   (bench_tools_server.py). The program (bench_docker_program.py) makes --calls sequential
-   calls through the generated shim, over the launcher's channel, and times each.
+2. Ours: `maf-host run --backend docker:C --json --transport files`, then `--transport wait`
+   and `--transport relay`, in a python-noshell container, the `echo` tool served by a tools
+   server (bench_tools_server.py). The program (bench_docker_program.py) makes --calls
+   sequential calls through the generated shim, over the launcher's channel, and times each.
 3. The baseline: the same program and shim in a container of python-noshell with a shell
    added (Debian's busybox-static, linked as sh, mkdir, mv, printf, setsid, kill and rm, and
    coreutils' nohup: what upstream's launcher and its host need), launched with upstream's
@@ -32,11 +32,11 @@ operation). Ours count exec, read, write and stat (`ops_total`); the baseline co
 
 Figures only: the targets (ours: per-call p50 <= the median exec + the median write + 5 ms,
 and at most half the backend operations per call of the 10 ms baseline) are printed beside
-them, marked met or not met, and nothing fails on them. It exits non-zero only when the bench could not run, with the reason. Every
-container, and the baseline's image, is made here with a name of this run and removed at
-the end, on failure and Ctrl-C too. The images are MAF_IMAGE_PREFIX's (default maf-launch),
-as `make images` built them; the bench checks that python-noshell holds this build's
-launcher."""
+them, marked met or not met, and nothing fails on them. It exits non-zero only when the
+bench could not run, with the reason. Every container, and the baseline's image, is made
+here with a name of this run and removed at the end, on failure and Ctrl-C too. The images
+are MAF_IMAGE_PREFIX's (default maf-launch), as `make images` built them; the bench checks
+that python-noshell holds this build's launcher."""
 import argparse
 import hashlib
 import io
@@ -316,7 +316,8 @@ def measure(a, made):
     ours_c = made.container(noshell, "ours")
     base_c = made.container(base_tag, "baseline")
     ways = [("ours files", lambda n: ours(a, ours_c, "files", n)),
-            ("ours wait", lambda n: ours(a, ours_c, "wait", n))]
+            ("ours wait", lambda n: ours(a, ours_c, "wait", n)),
+            ("ours relay", lambda n: ours(a, ours_c, "relay", n))]
     for poll in a.polls:
         label = f"baseline {poll * 1000:g} ms" if poll < 0.1 else f"baseline {poll:g} s"
         ways.append((label + (" eager" if a.eager else ""),
@@ -375,7 +376,8 @@ def report(fig, a):
         rq = "-" if w["requests"] is None else f"{w['requests']:.2f}"
         print(f"  {name:<20} {w['p50_ms']:>8.1f} {w['p90_ms']:>8.1f} {w['ops']:>9.2f} "
               f"{rq:>14}   {kinds}")
-    print("  ours: maf-host run --backend docker:C --transport files|wait, a tools server; "
+    print("  ours: maf-host run --backend docker:C --transport files|wait|relay, a tools "
+          "server; "
           "baseline: sh run_program.sh, the shim's files (polled every 0.05 s), a replica of "
           "maf-sandbox's supervisor over docker cp and docker exec, each one operation")
     ex, wr = fig["engine"]["exec"]["median_ms"], fig["engine"]["write"]["median_ms"]
