@@ -70,7 +70,7 @@ PROBE_BIN := $(patsubst tests/probes/%.c,$(BUILD)/probes/%,$(PROBE_SRC))
 TP_STAMP := $(TP)/.stamp
 
 .PHONY: all deps setup test unit integration hostile docker asan fuzz bench-launch bench-calls \
-	bench-docker demo demo-docker clean size probes install install-check shim-check
+	bench-docker bench-transports demo demo-docker clean size probes install install-check shim-check
 .DELETE_ON_ERROR:
 
 all: $(BUILD)/maf-launch $(BUILD)/libmafhost.a $(BUILD)/$(MAFH_SO) \

@@ -9,6 +9,7 @@ int cmd_stop(int argc, char **argv);
 int cmd_reclaim(int argc, char **argv);
 int cmd_wait(int argc, char **argv);
 int cmd_relay(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 int cmd_call(int argc, char **argv);
 int cmd_init(int argc, char **argv);
 

@@ -18,6 +18,7 @@ static const struct command {
 	{"policy", cmd_policy, "print the seccomp filter a run would load"},
 	{"wait", cmd_wait, "block until request N or the run's exit marker exists; print it"},
 	{"relay", cmd_relay, "write an answer, then wait as 'wait' does: one exec a call"},
+	{"serve", cmd_serve, "the relay over a stream: frames on stdin, events on stdout"},
 	{"stop", cmd_stop, "end a run's whole process tree through its verified supervisor"},
 	{"reclaim", cmd_reclaim, "delete a run directory without following symlinks or mounts"},
 	{"init", cmd_init, "a container's PID 1: reap orphans, forward signals, stop cleanly"},

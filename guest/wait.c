@@ -34,6 +34,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,8 @@
 #define WAIT_FALLBACK_MS 20
 #define WAIT_EVENTS (IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE | IN_ONLYDIR)
 #define INO_NONE (-2) /* no watches asked for yet */
+/* wait and relay look every millisecond this long before they make inotify watches. */
+#define WAIT_LOOK_FIRST_MS 100
 
 static void usage(FILE *f)
 {
@@ -243,6 +246,147 @@ static void write_whole(int dirfd, const char *dir_shown, const char *name, cons
 	}
 }
 
+/* The directories of a run, the inotify watches once made, and the supervisor named: what
+ * a wait looks at, kept across the waits of `serve`. */
+struct waiter {
+	const char *run_dir;
+	char ht_path[MAFP_RUN_DIR_MAX + 32], calls_path[MAFP_RUN_DIR_MAX + 64];
+	int run_fd, ht_fd, calls_fd, ino, sup_fd, sup_gone;
+	unsigned long long max_bytes;
+	/* wait and relay: how long to look every millisecond before making the watches. */
+	int look_first_ms;
+};
+
+static void waiter_open(struct waiter *w, const char *run_dir, unsigned long long sup,
+			unsigned long long max_bytes)
+{
+	memset(w, 0, sizeof(*w));
+	w->run_dir = run_dir;
+	w->max_bytes = max_bytes;
+	w->sup_fd = -1;
+	w->run_fd = open(run_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (w->run_fd < 0) {
+		if (errno == ELOOP || errno == ENOTDIR)
+			die(MAFP_EXIT_USAGE, "the run directory %s is not a directory (a symlink or "
+			    "a file)", run_dir);
+		die_errno(MAFP_EXIT_LAUNCHER, "cannot open the run directory %s", run_dir);
+	}
+	snprintf(w->ht_path, sizeof(w->ht_path), "%s/%s", run_dir, MAFP_DIR_HOST_TOOLS);
+	w->ht_fd = open_dir_at(w->run_fd, MAFP_DIR_HOST_TOOLS, w->ht_path);
+	if (mkdirat(w->ht_fd, MAFP_DIR_CALLS, 0777) < 0 && errno != EEXIST)
+		die_errno(MAFP_EXIT_LAUNCHER, "cannot create %s/%s", w->ht_path, MAFP_DIR_CALLS);
+	snprintf(w->calls_path, sizeof(w->calls_path), "%s/%s/%s", run_dir, MAFP_DIR_HOST_TOOLS,
+		 MAFP_DIR_CALLS);
+	w->calls_fd = open_dir_at(w->ht_fd, MAFP_DIR_CALLS, w->calls_path);
+	/* The first looks go without watches: the host usually asks once the file is there or
+	 * about to be, and a process that made an inotify watch takes several milliseconds
+	 * longer to end, as the kernel releases it (README, Performance). */
+	w->ino = INO_NONE;
+
+	/* The supervisor, when named: its end wakes us (a pidfd polls readable once its process
+	 * exits), and a supervisor that ended without the exit marker means the run is lost. It
+	 * is proven to be R's while its pidfd is live: a recycled pid is no supervisor. */
+	if (sup) {
+		char why[512], rd[MAFP_RUN_DIR_MAX + 1];
+		struct stat self;
+		size_t len = strlen(run_dir);
+
+		memcpy(rd, run_dir, len + 1);
+		while (len > 1 && rd[len - 1] == '/')
+			rd[--len] = '\0';
+		w->sup_fd = (int)syscall(SYS_pidfd_open, (pid_t)sup, 0);
+		if (w->sup_fd < 0 && errno != ENOSYS)
+			w->sup_gone = 1;
+		else if (stat("/proc/self/exe", &self) == 0 &&
+			 mafl_prove_supervisor((pid_t)sup, rd, &self, why, sizeof(why)) < 0)
+			w->sup_gone = 1;
+	}
+}
+
+/* After a poll of {inotify, the supervisor's pidfd, in_fd}: notes the supervisor's end, and
+ * returns 1 when in_fd is readable or hung up. */
+static int woken(struct waiter *w, const struct pollfd *pf, int in_fd)
+{
+	if (pf[1].revents) {
+		w->sup_gone = 1;
+		close(w->sup_fd);
+		w->sup_fd = -1;
+	}
+	return in_fd >= 0 && pf[2].revents;
+}
+
+/* Looks, and waits when there is nothing yet, until request next or the exit marker exists,
+ * the supervisor is lost, or timeout_ms passed (-1: no timeout), and prints the event.
+ * Returns 0 once an event is printed; with in_fd >= 0, 1 as soon as in_fd is readable or
+ * hung up, nothing printed. Once nothing is found, the watches go in place and everything
+ * is looked at again, so a file that appears after that look wakes us and one before it is
+ * seen by it. */
+static int waiter_event(struct waiter *w, unsigned long long next, long long timeout_ms,
+			int in_fd)
+{
+	char request[64], prefix[64];
+	long long deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+	long long looks_end = now_ms() + w->look_first_ms;
+
+	if (mafp_call_file_name(request, sizeof(request), (long)next, MAFP_SUFFIX_REQUEST) < 0)
+		die(MAFP_EXIT_USAGE, "call id %llu is out of range", next);
+	snprintf(prefix, sizeof(prefix), "{\"event\":\"request\",\"id\":%llu", next);
+	for (;;) {
+		struct pollfd pf[3] = {{.fd = w->ino, .events = POLLIN},
+				       {.fd = w->sup_fd, .events = POLLIN},
+				       {.fd = in_fd, .events = POLLIN}};
+		char evbuf[4096];
+		long long left;
+		int exited;
+
+		/* The marker first, the request after: the supervisor writes the marker only once
+		 * every process of the run is gone, so a request not there after it never will be,
+		 * and one that is there is served first. */
+		exited = exists_at(w->ht_fd, MAFP_MARKER_EXIT_CODE);
+		if (exists_at(w->calls_fd, request) &&
+		    emit_file(w->calls_fd, request, prefix, w->max_bytes) == 0)
+			return 0;
+		if (exited && emit_file(w->ht_fd, MAFP_MARKER_EXIT_CODE, "{\"event\":\"exit\"",
+					MAFP_MARKER_MAX) == 0)
+			return 0;
+		/* The supervisor writes the marker before it exits: gone without it, it is lost. */
+		if (!exited && w->sup_gone) {
+			emit("{\"event\":\"lost\"}\n", NULL, 0);
+			return 0;
+		}
+		left = deadline < 0 ? 3600000 : deadline - now_ms();
+		if (left <= 0) {
+			emit("{\"event\":\"timeout\"}\n", NULL, 0);
+			return 0;
+		}
+		if (w->ino == INO_NONE && now_ms() < looks_end) {
+			/* A look a millisecond (two fstatat calls) while the next request is most
+			 * likely to come, the supervisor's end still waking us. */
+			pf[0].fd = -1;
+			if (poll(pf, 3, 1) < 0 && errno != EINTR)
+				die_errno(MAFP_EXIT_LAUNCHER, "cannot wait");
+			if (woken(w, pf, in_fd))
+				return 1;
+			continue;
+		}
+		if (w->ino == INO_NONE) {
+			w->ino = start_watching(w->calls_fd, w->calls_path, w->ht_fd, w->ht_path);
+			continue;
+		}
+		if (w->ino < 0 && left > WAIT_FALLBACK_MS)
+			left = WAIT_FALLBACK_MS;
+		if (w->ino < 0)
+			pf[0].fd = -1;
+		if (poll(pf, 3, left > 3600000 ? 3600000 : (int)left) < 0 && errno != EINTR)
+			die_errno(MAFP_EXIT_LAUNCHER, "cannot wait for inotify events");
+		if (woken(w, pf, in_fd))
+			return 1;
+		/* Which file woke us does not matter: both are looked at again. */
+		while (w->ino >= 0 && read(w->ino, evbuf, sizeof(evbuf)) > 0)
+			;
+	}
+}
+
 static int wait_or_relay(int argc, char **argv, int relay);
 
 int cmd_wait(int argc, char **argv)
@@ -255,19 +399,58 @@ int cmd_relay(int argc, char **argv)
 	return wait_or_relay(argc, argv, 1);
 }
 
+static unsigned long long take_call_id(const char *name, const char *v)
+{
+	unsigned long long id;
+
+	if (parse_u64(v, MAFP_CALL_ID_MAX, &id) < 0 || id < 1)
+		die(MAFP_EXIT_USAGE, "%s takes a call id from 1 to %d, not '%s'", name,
+		    MAFP_CALL_ID_MAX, v);
+	return id;
+}
+
+/* The options wait, relay and serve share; 1 when argv[*i] was one of them. */
+static int take_common(int argc, char **argv, int *i, const char **run_dir,
+		       unsigned long long *sup, unsigned long long *max_bytes)
+{
+	const char *v;
+
+	if (opt_take(argc, argv, i, "--run-dir", &v)) {
+		*run_dir = v;
+	} else if (opt_take(argc, argv, i, "--supervisor-pid", &v)) {
+		if (parse_u64(v, 0x7fffffff, sup) < 0 || *sup < 2)
+			die(MAFP_EXIT_USAGE, "--supervisor-pid takes a process id greater than 1, "
+			    "not '%s'", v);
+	} else if (opt_take(argc, argv, i, "--max-bytes", &v)) {
+		if (parse_u64(v, WAIT_MAX_BYTES_CAP, max_bytes) < 0)
+			die(MAFP_EXIT_USAGE, "--max-bytes takes a byte count up to %llu, not '%s'",
+			    WAIT_MAX_BYTES_CAP, v);
+	} else {
+		return 0;
+	}
+	return 1;
+}
+
+static void check_run_dir(const char *run_dir, const char *cmd, const char *required)
+{
+	const char *why;
+
+	if (!run_dir)
+		die(MAFP_EXIT_USAGE, "%s required (try 'maf-launch %s --help')", required, cmd);
+	if (mafp_run_dir_check(run_dir, &why) < 0)
+		die(MAFP_EXIT_USAGE, "bad --run-dir '%s': %s", run_dir, why);
+}
+
 static int wait_or_relay(int argc, char **argv, int relay)
 {
-	const char *run_dir = NULL, *v, *why;
+	const char *run_dir = NULL, *v, *b64 = NULL, *cmd = relay ? "relay" : "wait";
 	unsigned long long next = 0, timeout_ms = 0, max_bytes = WAIT_DEFAULT_MAX_BYTES;
-	char request[64], prefix[64], ht_path[MAFP_RUN_DIR_MAX + 32], path[MAFP_RUN_DIR_MAX + 64];
-	int i, have_next = 0, have_timeout = 0, run_fd, ht_fd, calls_fd, ino, sup_fd = -1;
-	int sup_gone = 0;
 	unsigned long long sup = 0, answer = 0;
-	const char *b64 = NULL;
-	char answer_name[64];
 	unsigned char *answer_bytes = NULL;
 	long answer_len = 0;
-	long long deadline;
+	char answer_name[64];
+	int i, have_timeout = 0;
+	struct waiter w;
 
 	for (i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
@@ -277,44 +460,27 @@ static int wait_or_relay(int argc, char **argv, int relay)
 				usage(stdout);
 			return 0;
 		}
+		if (take_common(argc, argv, &i, &run_dir, &sup, &max_bytes))
+			continue;
 		if (relay && opt_take(argc, argv, &i, "--answer", &v)) {
-			if (parse_u64(v, MAFP_CALL_ID_MAX, &answer) < 0 || answer < 1)
-				die(MAFP_EXIT_USAGE, "--answer takes a call id from 1 to %d, not "
-				    "'%s'", MAFP_CALL_ID_MAX, v);
-			continue;
-		}
-		if (relay && opt_take(argc, argv, &i, "--value-b64", &v)) {
+			answer = take_call_id("--answer", v);
+		} else if (relay && opt_take(argc, argv, &i, "--value-b64", &v)) {
 			b64 = v;
-			continue;
-		}
-		if (opt_take(argc, argv, &i, "--run-dir", &v)) {
-			run_dir = v;
 		} else if (opt_take(argc, argv, &i, "--next", &v)) {
-			if (parse_u64(v, MAFP_CALL_ID_MAX, &next) < 0 || next < 1)
-				die(MAFP_EXIT_USAGE, "--next takes a call id from 1 to %d, not '%s'",
-				    MAFP_CALL_ID_MAX, v);
-			have_next = 1;
+			next = take_call_id("--next", v);
 		} else if (opt_take(argc, argv, &i, "--timeout-ms", &v)) {
 			if (parse_u64(v, WAIT_TIMEOUT_MS_MAX, &timeout_ms) < 0)
 				die(MAFP_EXIT_USAGE, "--timeout-ms takes milliseconds from 0 to %llu, "
 				    "not '%s'", WAIT_TIMEOUT_MS_MAX, v);
 			have_timeout = 1;
-		} else if (opt_take(argc, argv, &i, "--supervisor-pid", &v)) {
-			if (parse_u64(v, 0x7fffffff, &sup) < 0 || sup < 2)
-				die(MAFP_EXIT_USAGE, "--supervisor-pid takes a process id greater than "
-				    "1, not '%s'", v);
-		} else if (opt_take(argc, argv, &i, "--max-bytes", &v)) {
-			if (parse_u64(v, WAIT_MAX_BYTES_CAP, &max_bytes) < 0)
-				die(MAFP_EXIT_USAGE, "--max-bytes takes a byte count up to %llu, not "
-				    "'%s'", WAIT_MAX_BYTES_CAP, v);
 		} else {
 			die(MAFP_EXIT_USAGE, "unexpected argument '%s' (try 'maf-launch %s --help')",
-			    argv[i], relay ? "relay" : "wait");
+			    argv[i], cmd);
 		}
 	}
-	if (!run_dir || !have_next || !have_timeout)
-		die(MAFP_EXIT_USAGE, "--run-dir, --next and --timeout-ms are required (try "
-		    "'maf-launch %s --help')", relay ? "relay" : "wait");
+	if (!next || !have_timeout)
+		run_dir = NULL;
+	check_run_dir(run_dir, cmd, "--run-dir, --next and --timeout-ms are");
 	if (!answer != !b64)
 		die(MAFP_EXIT_USAGE, "--answer and --value-b64 go together");
 	if (b64) {
@@ -330,99 +496,173 @@ static int wait_or_relay(int argc, char **argv, int relay)
 					MAFP_SUFFIX_RESPONSE) < 0)
 			die(MAFP_EXIT_USAGE, "--answer %llu is out of range", answer);
 	}
-	if (mafp_run_dir_check(run_dir, &why) < 0)
-		die(MAFP_EXIT_USAGE, "bad --run-dir '%s': %s", run_dir, why);
-	if (mafp_call_file_name(request, sizeof(request), (long)next, MAFP_SUFFIX_REQUEST) < 0)
-		die(MAFP_EXIT_USAGE, "--next %llu is out of range", next);
-	snprintf(prefix, sizeof(prefix), "{\"event\":\"request\",\"id\":%llu", next);
-
-	run_fd = open(run_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (run_fd < 0) {
-		if (errno == ELOOP || errno == ENOTDIR)
-			die(MAFP_EXIT_USAGE, "the run directory %s is not a directory (a symlink or "
-			    "a file)", run_dir);
-		die_errno(MAFP_EXIT_LAUNCHER, "cannot open the run directory %s", run_dir);
-	}
-	snprintf(ht_path, sizeof(ht_path), "%s/%s", run_dir, MAFP_DIR_HOST_TOOLS);
-	ht_fd = open_dir_at(run_fd, MAFP_DIR_HOST_TOOLS, ht_path);
-	if (mkdirat(ht_fd, MAFP_DIR_CALLS, 0777) < 0 && errno != EEXIST)
-		die_errno(MAFP_EXIT_LAUNCHER, "cannot create %s/%s", ht_path, MAFP_DIR_CALLS);
-	snprintf(path, sizeof(path), "%s/%s/%s", run_dir, MAFP_DIR_HOST_TOOLS, MAFP_DIR_CALLS);
-	calls_fd = open_dir_at(ht_fd, MAFP_DIR_CALLS, path);
+	waiter_open(&w, run_dir, sup, max_bytes);
+	w.look_first_ms = WAIT_LOOK_FIRST_MS;
 	if (answer_bytes) {
-		write_whole(calls_fd, path, answer_name, answer_bytes, (size_t)answer_len);
+		write_whole(w.calls_fd, w.calls_path, answer_name, answer_bytes, (size_t)answer_len);
 		free(answer_bytes);
 	}
+	return waiter_event(&w, next, (long long)timeout_ms, -1);
+}
 
-	/* The supervisor, when named: its end wakes us (a pidfd polls readable once its process
-	 * exits), and a supervisor that ended without the exit marker means the run is lost. It
-	 * is proven to be R's while its pidfd is live: a recycled pid is no supervisor. */
-	if (sup) {
-		char why[512], rd[MAFP_RUN_DIR_MAX + 1];
-		struct stat self;
-		size_t len = strlen(run_dir);
+/* ---- serve ------------------------------------------------------------------------------- */
 
-		memcpy(rd, run_dir, len + 1);
-		while (len > 1 && rd[len - 1] == '/')
-			rd[--len] = '\0';
-		sup_fd = (int)syscall(SYS_pidfd_open, (pid_t)sup, 0);
-		if (sup_fd < 0 && errno != ENOSYS)
-			sup_gone = 1;
-		else if (stat("/proc/self/exe", &self) == 0 &&
-			 mafl_prove_supervisor((pid_t)sup, rd, &self, why, sizeof(why)) < 0)
-			sup_gone = 1;
-	}
+#define SERVE_HEAD_MAX 256
+#define SERVE_DEFAULT_MAX_ANSWER (64ull << 20)
 
-	/* The first look goes without watches: the host usually asks once the file is there,
-	 * and a process that made an inotify watch takes longer to end, as the kernel releases
-	 * it (a tenth of an exec through the Docker engine: README, Performance). When
-	 * that look finds nothing, the watches go in place and everything is looked at again,
-	 * so a file that appears after that look wakes us and one before it is seen by it. */
-	ino = INO_NONE;
-	deadline = now_ms() + (long long)timeout_ms;
+static void serve_usage(FILE *f)
+{
+	fputs("usage: maf-launch serve --run-dir R [--max-bytes B] [--max-answer-bytes A]\n"
+	      "                        [--supervisor-pid P]\n"
+	      "\n"
+	      "The relay over a stream: for a host attached to its stdin and stdout through one\n"
+	      "exec that stays open. Each frame the host writes on stdin is answered on stdout\n"
+	      "with one event of 'maf-launch wait', printed the moment it exists:\n"
+	      "  {\"next\":N}\\n                 wait for request N (or the exit)\n"
+	      "  {\"answer\":I,\"size\":L}\\n + L bytes\n"
+	      "                               write the L bytes whole as the response file\n"
+	      "                               of call I (a temporary name, then a rename),\n"
+	      "                               then wait for request I + 1\n"
+	      "An event means the answer before it is in place. The host writes nothing more\n"
+	      "until it has the event. Ends with exit 0 when stdin ends (between frames, or\n"
+	      "while it waits).\n"
+	      "\n"
+	      "  --run-dir R            the run directory (required)\n"
+	      "  --max-bytes B          the largest request printed (default: 1048576)\n"
+	      "  --max-answer-bytes A   the largest answer taken (default: 67108864)\n"
+	      "  --supervisor-pid P     as for 'maf-launch wait'\n"
+	      "\n"
+	      "Exit codes: 0 stdin ended, 2 usage or a frame that breaks these rules, 125\n"
+	      "failure (an answer that could not be written: nothing printed for it).\n", f);
+}
+
+/* Reads the host's frames from fd 0. */
+struct frames {
+	char buf[SERVE_HEAD_MAX + 1];
+	size_t len;                    /* bytes in buf not taken yet */
+};
+
+/* Fills f->buf until it holds a newline and returns the head line's length (newline
+ * excluded). Exits 0 when stdin ends before any byte of a frame. */
+static size_t frame_head(struct frames *f)
+{
 	for (;;) {
-		struct pollfd pf[2] = {{.fd = ino, .events = POLLIN},
-				       {.fd = sup_fd, .events = POLLIN}};
-		char evbuf[4096];
-		long long left;
-		int exited;
+		char *nl = memchr(f->buf, '\n', f->len);
+		ssize_t n;
 
-		/* The marker first, the request after: the supervisor writes the marker only once
-		 * every process of the run is gone, so a request not there after it never will be,
-		 * and one that is there is served first. */
-		exited = exists_at(ht_fd, MAFP_MARKER_EXIT_CODE);
-		if (exists_at(calls_fd, request) && emit_file(calls_fd, request, prefix, max_bytes) == 0)
-			return 0;
-		if (exited && emit_file(ht_fd, MAFP_MARKER_EXIT_CODE, "{\"event\":\"exit\"",
-					MAFP_MARKER_MAX) == 0)
-			return 0;
-		/* The supervisor writes the marker before it exits: gone without it, it is lost. */
-		if (!exited && sup_gone) {
-			emit("{\"event\":\"lost\"}\n", NULL, 0);
-			return 0;
-		}
-		left = deadline - now_ms();
-		if (left <= 0) {
-			emit("{\"event\":\"timeout\"}\n", NULL, 0);
-			return 0;
-		}
-		if (ino == INO_NONE) {
-			ino = start_watching(calls_fd, path, ht_fd, ht_path);
+		if (nl)
+			return (size_t)(nl - f->buf);
+		if (f->len == SERVE_HEAD_MAX)
+			die(MAFP_EXIT_USAGE, "a frame's head line is longer than %d bytes",
+			    SERVE_HEAD_MAX);
+		n = read(0, f->buf + f->len, SERVE_HEAD_MAX - f->len);
+		if (n < 0 && errno == EINTR)
 			continue;
+		if (n < 0)
+			die_errno(MAFP_EXIT_LAUNCHER, "cannot read stdin");
+		if (n == 0) {
+			if (f->len == 0)
+				exit(0);
+			die(MAFP_EXIT_USAGE, "stdin ended inside a frame");
 		}
-		if (ino < 0 && left > WAIT_FALLBACK_MS)
-			left = WAIT_FALLBACK_MS;
-		if (ino < 0)
-			pf[0].fd = -1;
-		if (poll(pf, 2, left > 3600000 ? 3600000 : (int)left) < 0 && errno != EINTR)
-			die_errno(MAFP_EXIT_LAUNCHER, "cannot wait for inotify events");
-		if (pf[1].revents) {
-			sup_gone = 1;
-			close(sup_fd);
-			sup_fd = -1;
+		f->len += (size_t)n;
+	}
+}
+
+/* Drops the first n bytes of f->buf. */
+static void frame_take(struct frames *f, size_t n)
+{
+	memmove(f->buf, f->buf + n, f->len - n);
+	f->len -= n;
+}
+
+/* The frame's body: size bytes, the ones already in f->buf first. Dies on a short stdin. */
+static void frame_body(struct frames *f, unsigned char *body, size_t size)
+{
+	size_t have = f->len < size ? f->len : size;
+
+	memcpy(body, f->buf, have);
+	frame_take(f, have);
+	if (have < size && read_full(0, body + have, size - have) != (ssize_t)(size - have))
+		die(MAFP_EXIT_USAGE, "stdin ended inside a %zu-byte answer", size);
+}
+
+/* A member of the head line: a whole number in [lo, hi], or -1 when it is absent. */
+static long long head_number(const cJSON *head, const char *name, long long lo, long long hi)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(head, name);
+
+	if (!v)
+		return -1;
+	if (!cJSON_IsNumber(v) || v->valuedouble < (double)lo || v->valuedouble > (double)hi ||
+	    v->valuedouble != (double)(long long)v->valuedouble)
+		die(MAFP_EXIT_USAGE, "a frame's \"%s\" is not a whole number from %lld to %lld",
+		    name, lo, hi);
+	return (long long)v->valuedouble;
+}
+
+int cmd_serve(int argc, char **argv)
+{
+	const char *run_dir = NULL, *v;
+	unsigned long long sup = 0, max_bytes = WAIT_DEFAULT_MAX_BYTES;
+	unsigned long long max_answer = SERVE_DEFAULT_MAX_ANSWER;
+	static struct frames f;
+	struct waiter w;
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			serve_usage(stdout);
+			return 0;
 		}
-		/* Which file woke us does not matter: both are looked at again. */
-		while (ino >= 0 && read(ino, evbuf, sizeof(evbuf)) > 0)
-			;
+		if (take_common(argc, argv, &i, &run_dir, &sup, &max_bytes))
+			continue;
+		if (opt_take(argc, argv, &i, "--max-answer-bytes", &v)) {
+			if (parse_u64(v, WAIT_MAX_BYTES_CAP, &max_answer) < 0)
+				die(MAFP_EXIT_USAGE, "--max-answer-bytes takes a byte count up to "
+				    "%llu, not '%s'", WAIT_MAX_BYTES_CAP, v);
+		} else {
+			die(MAFP_EXIT_USAGE, "unexpected argument '%s' (try 'maf-launch serve "
+			    "--help')", argv[i]);
+		}
+	}
+	check_run_dir(run_dir, "serve", "--run-dir is");
+	/* A host that went away ends us at the next event, not with a signal. */
+	signal(SIGPIPE, SIG_IGN);
+	waiter_open(&w, run_dir, sup, max_bytes);
+	for (;;) {
+		size_t hl = frame_head(&f);
+		long long next, answer, size;
+		cJSON *head = cJSON_ParseWithLength(f.buf, hl);
+
+		if (!head || !cJSON_IsObject(head))
+			die(MAFP_EXIT_USAGE, "a frame's head line is not a JSON object");
+		next = head_number(head, "next", 1, MAFP_CALL_ID_MAX);
+		answer = head_number(head, "answer", 1, MAFP_CALL_ID_MAX - 1);
+		size = head_number(head, "size", 0, (long long)max_answer);
+		cJSON_Delete(head);
+		frame_take(&f, hl + 1);
+		if ((next < 0) == (answer < 0) || (answer < 0) != (size < 0))
+			die(MAFP_EXIT_USAGE, "a frame is {\"next\":N} or {\"answer\":I,\"size\":L}");
+		if (answer > 0) {
+			char name[64];
+			unsigned char *body = malloc(size ? (size_t)size : 1);
+
+			if (!body)
+				die(MAFP_EXIT_LAUNCHER, "out of memory for a %lld-byte answer", size);
+			frame_body(&f, body, (size_t)size);
+			mafp_call_file_name(name, sizeof(name), (long)answer, MAFP_SUFFIX_RESPONSE);
+			write_whole(w.calls_fd, w.calls_path, name, body, (size_t)size);
+			free(body);
+			next = answer + 1;
+		}
+		if (f.len)
+			die(MAFP_EXIT_USAGE, "a frame came before the event of the one before it");
+		/* The host writes nothing until it has the event: stdin readable now means it
+		 * has ended (or broken the rule). */
+		if (waiter_event(&w, (unsigned long long)next, -1, 0) == 1) {
+			frame_head(&f);    /* exits at the end of stdin */
+			die(MAFP_EXIT_USAGE, "a frame came before the event of the one before it");
+		}
 	}
 }

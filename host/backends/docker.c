@@ -212,8 +212,9 @@ static int stream_sink(void *ud, const char *p, size_t n)
 
 /* POST /containers/{id}/exec: the exec's id in eid. 0, 1 when the deadline passed, or an
  * error. */
-static int exec_create(struct docker *d, const char *const *argv, int64_t deadline,
-		       char *eid, size_t eid_size, const char *what, struct mafh_error *err)
+static int exec_create(struct docker *d, const char *const *argv, int with_stdin,
+		       int64_t deadline, char *eid, size_t eid_size, const char *what,
+		       struct mafh_error *err)
 {
 	struct docker_request req = {.method = "POST", .content_type = "application/json",
 				     .reply_cap = DOCKER_REPLY_MAX};
@@ -225,7 +226,7 @@ static int exec_create(struct docker *d, const char *const *argv, int64_t deadli
 	while (argv[n])
 		n++;
 	if (!body || !cJSON_AddItemToObject(body, "Cmd", cJSON_CreateStringArray(argv, n)) ||
-	    !cJSON_AddFalseToObject(body, "AttachStdin") ||
+	    !cJSON_AddBoolToObject(body, "AttachStdin", with_stdin) ||
 	    !cJSON_AddTrueToObject(body, "AttachStdout") ||
 	    !cJSON_AddTrueToObject(body, "AttachStderr") || !cJSON_AddFalseToObject(body, "Tty") ||
 	    !(text = cJSON_PrintUnformatted(body))) {
@@ -316,7 +317,7 @@ static int docker_exec(void *ctx, const char *const *argv, int64_t timeout_ms, s
 	res->exit_code = -1;
 	snprintf(what, sizeof(what), "running %s in the container '%s'", argv[0], d->name);
 	pthread_mutex_lock(&d->lock);
-	rc = exec_create(d, argv, deadline, eid, sizeof(eid), what, err);
+	rc = exec_create(d, argv, 0, deadline, eid, sizeof(eid), what, err);
 	if (rc != 0)
 		goto out;
 	snprintf(target, sizeof(target), "/exec/%s/start", eid);
@@ -386,6 +387,58 @@ out:
 	res->err = s.err;
 	res->err_len = s.err_len;
 	return 0;
+}
+
+/* ---- stream ---------------------------------------------------------------------------- */
+
+/* An exec whose stdin and stdout stay attached: created here through libcurl, started on a
+ * connection of its own that the engine hands over (docker_hijack.c). */
+static int docker_stream_open(void *ctx, const char *const *argv, void **stream,
+			      struct mafh_error *err)
+{
+	static const char start_body[] = "{\"Detach\":false,\"Tty\":false}";
+	struct docker *d = ctx;
+	struct docker_hijack *h = NULL;
+	char eid[129], target[200], what[300];
+	int rc;
+
+	*stream = NULL;
+	snprintf(what, sizeof(what), "starting %s in the container '%s'", argv[0], d->name);
+	pthread_mutex_lock(&d->lock);
+	rc = exec_create(d, argv, 1, mafh__now_ms() + REQUEST_TIMEOUT_MS, eid, sizeof(eid), what,
+			 err);
+	pthread_mutex_unlock(&d->lock);
+	if (rc == 1)
+		rc = mafh__error_set(err, MAFH_ETIMEDOUT, "%s: the Docker engine did not answer",
+				     what);
+	if (rc != 0)
+		return rc;
+	snprintf(target, sizeof(target), "/exec/%s/start", eid);
+	rc = mafh__docker_hijack_start(mafh__docker_http_socket(d->http), target, start_body,
+				       argv[0], &h, err);
+	if (rc == 0)
+		*stream = h;
+	return rc;
+}
+
+static int docker_stream_write(void *ctx, void *stream, const void *data, size_t len,
+			       int64_t timeout_ms, struct mafh_error *err)
+{
+	(void)ctx;
+	return mafh__docker_hijack_write(stream, data, len, timeout_ms, err);
+}
+
+static int docker_stream_read(void *ctx, void *stream, void *buf, size_t cap,
+			      int64_t timeout_ms, struct mafh_error *err)
+{
+	(void)ctx;
+	return mafh__docker_hijack_read(stream, buf, cap, timeout_ms, err);
+}
+
+static void docker_stream_close(void *ctx, void *stream)
+{
+	(void)ctx;
+	mafh__docker_hijack_close(stream);
 }
 
 /* ---- files ---------------------------------------------------------------------------- */
@@ -768,7 +821,7 @@ int mafh_backend_docker_new(const char *container, const char *launcher_path,
 	/* An exec may block as long as its command runs: `maf-launch wait` serves calls in
 	 * one exec each. The engine offers no notification of a file. */
 	ops.caps = MAFH_CAP_EXEC | MAFH_CAP_FILES_IN | MAFH_CAP_FILES_OUT |
-		   MAFH_CAP_DETACHED_EXEC | MAFH_CAP_BLOCKING_EXEC;
+		   MAFH_CAP_DETACHED_EXEC | MAFH_CAP_BLOCKING_EXEC | MAFH_CAP_STREAM;
 	ops.ctx = d;
 	ops.launcher_path = d->launcher;
 	ops.exec = docker_exec;
@@ -776,6 +829,10 @@ int mafh_backend_docker_new(const char *container, const char *launcher_path,
 	ops.read_file = docker_read_file;
 	ops.stat = docker_stat;
 	ops.destroy = docker_destroy;
+	ops.stream_open = docker_stream_open;
+	ops.stream_write = docker_stream_write;
+	ops.stream_read = docker_stream_read;
+	ops.stream_close = docker_stream_close;
 	return mafh_backend_new(&ops, out, err);
 }
 

@@ -92,6 +92,11 @@ int mafh__docker_exec_state_parse(const char *body, size_t len, struct docker_ex
 int mafh__docker_container_parse(const char *body, size_t len, char *id, size_t size,
 				 int *running, char *status, size_t status_size);
 
+/* The head of the engine's answer to an upgrade request, in buf[0..len): its length, the
+ * blank line that ends it included, once it is all there (with *status, the status line's
+ * code), 0 while it is not, or -1 when the bytes cannot be an HTTP/1.x answer's head. */
+long mafh__docker_upgrade_head(const char *buf, size_t len, long *status);
+
 /* 1 when message is the engine's report that it wrote path and closed it, then could not set
  * its owner, mode or times because the file was gone: "lchown PATH: no such file or
  * directory" (or chmod, chtimes), PATH as seen in the container or below the container's
@@ -170,5 +175,24 @@ void mafh__docker_reply_clear(struct docker_reply *reply);
 /* s escaped for a URL's path or query (curl_easy_escape), malloc'd; NULL when out of
  * memory. */
 char *mafh__docker_escape(struct docker_http *h, const char *s);
+
+/* ---- docker_hijack.c ------------------------------------------------------------------ */
+
+/* An exec's stdio on a connection of its own (see docker_hijack.c). */
+struct docker_hijack;
+/* POSTs body to target (after the API version: "/exec/ID/start") on a new connection to
+ * socket_path, asking for it to be handed over; 0 and *out once the engine says 101 (or 200).
+ * name is the command, for sentences. */
+int mafh__docker_hijack_start(const char *socket_path, const char *target, const char *body,
+			      const char *name, struct docker_hijack **out,
+			      struct mafh_error *err);
+/* ops.stream_write and ops.stream_read, on the command's stdin and stdout (its stderr is
+ * kept for the sentence of the end). */
+int mafh__docker_hijack_write(struct docker_hijack *h, const void *data, size_t len,
+			      int64_t timeout_ms, struct mafh_error *err);
+int mafh__docker_hijack_read(struct docker_hijack *h, void *buf, size_t cap, int64_t timeout_ms,
+			     struct mafh_error *err);
+/* Ends the command's stdin and the connection, and frees h. */
+void mafh__docker_hijack_close(struct docker_hijack *h);
 
 #endif

@@ -63,55 +63,13 @@ int mafh__docker_demux_whole(const struct docker_demux *d)
 
 /* ---- the path-stat header -------------------------------------------------------------- */
 
-static int b64_value(unsigned char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '+')
-		return 62;
-	if (c == '/')
-		return 63;
-	return -1;
-}
-
 int mafh__docker_base64_decode(const char *in, size_t len, unsigned char *out, size_t *out_len)
 {
-	size_t i, o = 0;
+	long n = mafp_base64_decode(in, len, out);
 
-	if (len % 4)
+	if (n < 0)
 		return -1;
-	for (i = 0; i < len; i += 4) {
-		int v[4], k, pad = 0;
-		uint32_t w;
-
-		for (k = 0; k < 4; k++) {
-			unsigned char c = (unsigned char)in[i + k];
-
-			/* '=' only at the very end, one or two of them. */
-			if (c == '=' && i + 4 == len && k >= 2) {
-				v[k] = 0;
-				pad++;
-				continue;
-			}
-			if (pad || (v[k] = b64_value(c)) < 0)
-				return -1;
-		}
-		w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 |
-		    (uint32_t)v[3];
-		/* The bits a padded group leaves over must be zero (a canonical encoding). */
-		if ((pad == 1 && (w & 0xff)) || (pad == 2 && (w & 0xffff)))
-			return -1;
-		out[o++] = (unsigned char)(w >> 16);
-		if (pad < 2)
-			out[o++] = (unsigned char)(w >> 8);
-		if (pad < 1)
-			out[o++] = (unsigned char)w;
-	}
-	*out_len = o;
+	*out_len = (size_t)n;
 	return 0;
 }
 
@@ -334,4 +292,40 @@ int mafh__docker_written_then_gone(const char *message, const char *path)
 		}
 	}
 	return 0;
+}
+
+long mafh__docker_upgrade_head(const char *buf, size_t len, long *status)
+{
+	const char *end;
+	long code = 0;
+	size_t i;
+
+	*status = 0;
+	/* "HTTP/1.x DDD": checked as the bytes come, so garbage is known at once. */
+	for (i = 0; i < len && i < 12; i++) {
+		static const char want[] = "HTTP/1.";
+		char c = buf[i];
+
+		if (i < 7 ? c != want[i] : i == 7 ? (c != '0' && c != '1') : i == 8 ? c != ' '
+		    : (c < '0' || c > '9'))
+			return -1;
+		if (i >= 9)
+			code = code * 10 + (c - '0');
+	}
+	if (len < 12)
+		return 0;
+	if (len > 12 && buf[12] != ' ' && buf[12] != '\r')
+		return -1;
+	end = NULL;
+	for (i = 3; i < len; i++) {
+		if (buf[i - 3] == '\r' && buf[i - 2] == '\n' && buf[i - 1] == '\r' &&
+		    buf[i] == '\n') {
+			end = buf + i + 1;
+			break;
+		}
+	}
+	if (!end)
+		return 0;
+	*status = code;
+	return (long)(end - buf);
 }

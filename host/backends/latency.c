@@ -80,6 +80,47 @@ static int lat_stat(void *ctx, const char *path, struct mafh_stat *st, struct ma
 	return rc;
 }
 
+/* A stream: its opening is an exec, and each frame written is a round trip (its event comes
+ * back on it), so each costs the latency; reads, which wait for that event, add none. */
+static int lat_stream_open(void *ctx, const char *const *argv, void **stream,
+			   struct mafh_error *err)
+{
+	struct latency *l = ctx;
+	int rc;
+
+	enter(l);
+	rc = mafh_backend_stream_open(l->inner, argv, stream, err);
+	leave(l);
+	return rc;
+}
+
+static int lat_stream_write(void *ctx, void *stream, const void *data, size_t len,
+			    int64_t timeout_ms, struct mafh_error *err)
+{
+	struct latency *l = ctx;
+	int rc;
+
+	enter(l);
+	rc = mafh_backend_stream_write(l->inner, stream, data, len, timeout_ms, err);
+	leave(l);
+	return rc;
+}
+
+static int lat_stream_read(void *ctx, void *stream, void *buf, size_t cap, int64_t timeout_ms,
+			   struct mafh_error *err)
+{
+	struct latency *l = ctx;
+
+	return mafh_backend_stream_read(l->inner, stream, buf, cap, timeout_ms, err);
+}
+
+static void lat_stream_close(void *ctx, void *stream)
+{
+	struct latency *l = ctx;
+
+	mafh_backend_stream_close(l->inner, stream);
+}
+
 static void lat_destroy(void *ctx)
 {
 	struct latency *l = ctx;
@@ -122,5 +163,9 @@ int mafh_backend_latency_new(struct mafh_backend *inner, int64_t latency_ms,
 	ops.read_file = lat_read;
 	ops.stat = lat_stat;
 	ops.destroy = lat_destroy;
+	ops.stream_open = lat_stream_open;
+	ops.stream_write = lat_stream_write;
+	ops.stream_read = lat_stream_read;
+	ops.stream_close = lat_stream_close;
 	return mafh_backend_new(&ops, out, NULL);
 }

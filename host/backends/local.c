@@ -23,6 +23,33 @@ static int local_exec(void *ctx, const char *const *argv, int64_t timeout_ms, si
 	return mafh__local_exec(argv, timeout_ms, out_cap, res, err);
 }
 
+static int local_stream_open(void *ctx, const char *const *argv, void **stream,
+			     struct mafh_error *err)
+{
+	(void)ctx;
+	return mafh__local_stream_open(argv, stream, err);
+}
+
+static int local_stream_write(void *ctx, void *stream, const void *data, size_t len,
+			      int64_t timeout_ms, struct mafh_error *err)
+{
+	(void)ctx;
+	return mafh__local_stream_write(stream, data, len, timeout_ms, err);
+}
+
+static int local_stream_read(void *ctx, void *stream, void *buf, size_t cap,
+			     int64_t timeout_ms, struct mafh_error *err)
+{
+	(void)ctx;
+	return mafh__local_stream_read(stream, buf, cap, timeout_ms, err);
+}
+
+static void local_stream_close(void *ctx, void *stream)
+{
+	(void)ctx;
+	mafh__local_stream_close(stream);
+}
+
 static int local_write_file(void *ctx, const char *path, const void *data, size_t len,
 			    const char *replaces, struct mafh_error *err)
 {
@@ -81,7 +108,8 @@ int mafh_backend_local_new(const char *launcher_path, struct mafh_backend **out)
 	memset(&ops, 0, sizeof(ops));
 	ops.size = sizeof(ops);
 	ops.caps = MAFH_CAP_EXEC | MAFH_CAP_FILES_IN | MAFH_CAP_FILES_OUT |
-		   MAFH_CAP_DETACHED_EXEC | MAFH_CAP_BLOCKING_EXEC | MAFH_CAP_WAIT_CHANGE;
+		   MAFH_CAP_DETACHED_EXEC | MAFH_CAP_BLOCKING_EXEC | MAFH_CAP_WAIT_CHANGE |
+		   MAFH_CAP_STREAM;
 	ops.ctx = l;
 	ops.launcher_path = l->launcher;
 	ops.exec = local_exec;
@@ -90,5 +118,9 @@ int mafh_backend_local_new(const char *launcher_path, struct mafh_backend **out)
 	ops.stat = local_stat;
 	ops.destroy = local_destroy;
 	ops.wait_change = local_wait_change;
+	ops.stream_open = local_stream_open;
+	ops.stream_write = local_stream_write;
+	ops.stream_read = local_stream_read;
+	ops.stream_close = local_stream_close;
 	return mafh_backend_new(&ops, out, NULL);
 }

@@ -3,6 +3,7 @@
  *   local_files.c  write_file, read_file, stat, and the path walk they and the waits use
  *   local_wait.c   wait_change: the inotify watches, kept between waits
  *   local_exec.c   exec
+ *   local_stream.c stream_open, stream_write, stream_read, stream_close
  * The ops.* functions below take err and return what their entries in struct
  * mafh_backend_ops do (mafhost.h): 0, or the negative errno of the system call that failed
  * (MAFH_EINVAL for a bad argument). */
@@ -50,5 +51,13 @@ void mafh__local_wait_free(struct mafh__local_wait *w);
 /* ops.wait_change over w (borrowed); safe from several threads at once. */
 int mafh__local_wait_change(struct mafh__local_wait *w, const char *dir,
 			    const char *const *names, int64_t timeout_ms, struct mafh_error *err);
+
+/* ops.stream_*: the stream is a struct of local_stream.c's. */
+int mafh__local_stream_open(const char *const *argv, void **stream, struct mafh_error *err);
+int mafh__local_stream_write(void *stream, const void *data, size_t len, int64_t timeout_ms,
+			     struct mafh_error *err);
+int mafh__local_stream_read(void *stream, void *buf, size_t cap, int64_t timeout_ms,
+			    struct mafh_error *err);
+void mafh__local_stream_close(void *stream);
 
 #endif

@@ -61,7 +61,7 @@ struct cli_report {
 	const struct mafh_run_result *res;
 	const char *backend;         /* "local", "docker:CONTAINER" */
 	long long engine_requests;   /* the Docker backend's requests to the engine; -1: none */
-	const char *transport;       /* as asked: "auto", "files", "wait" */
+	const char *transport;       /* the one the run ended on: "files", "wait", ... */
 	long long latency_ms;        /* --simulate-latency-ms, 0 if none */
 	const char *run_dir;         /* shown only when kept */
 	const char *error;           /* a run error beside the library's (tools server), or NULL */

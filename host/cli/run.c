@@ -607,7 +607,7 @@ static int run_report(struct run_cmd *c)
 		.res = res, .backend = a->backend,
 		.engine_requests = c->docker ? (long long)mafh_backend_docker_requests(c->docker)
 					     : -1,
-		.transport = a->transport ? a->transport : "auto",
+		.transport = mafh_transport_name(res->transport),
 		.latency_ms = (long long)a->latency_ms,
 		.run_dir = a->keep_run_dir ? c->run_dir : NULL, .error = server_error,
 	};

@@ -327,10 +327,11 @@ static const struct cli_option options[] = {
 	{"--simulate-latency-ms", "N", set_latency, 0,
 	 "add N ms before every backend operation, one at a time, to simulate a remote backend "
 	 "(default: 0)"},
-	{"--transport", "auto|files|wait|relay", set_transport, 0,
+	{"--transport", "auto|files|wait|relay|stream", set_transport, 0,
 	 "how requests are found: files (read-if-present with adaptive polling), wait "
 	 "(long-poll with maf-launch wait), relay (one exec a call: maf-launch relay writes "
-	 "the answer and waits for the next request), auto (the best the backend offers) "
+	 "the answer and waits for the next request), stream (maf-launch serve on one exec "
+	 "that stays open: no exec a call), auto (the best the backend offers) "
 	 "(default: auto)"},
 	{"--egress", "closed|open", set_word, AT(egress),
 	 "the program's network (default: closed)"},

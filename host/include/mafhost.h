@@ -75,6 +75,7 @@ MAFH_API const char *mafh_version(void);
 #define MAFH_EBUSY (-EBUSY)         /* an op is outstanding */
 #define MAFH_ECANCELED (-ECANCELED) /* the run was stopped by the caller */
 #define MAFH_ELAUNCH (-ENOEXEC)     /* the launcher failed to start the program */
+#define MAFH_EPIPE (-EPIPE)         /* a stream has ended */
 
 /* A short name for code ("invalid argument", "no such file or directory", ...): for the
  * MAFH_E* codes the library's own words, for any other negative errno the C library's.
@@ -97,6 +98,7 @@ struct mafh_error {
 #define MAFH_CAP_DETACHED_EXEC (1u << 3) /* a process exec'd may outlive the exec call */
 #define MAFH_CAP_BLOCKING_EXEC (1u << 4) /* exec may block long: enables `maf-launch wait` */
 #define MAFH_CAP_WAIT_CHANGE (1u << 5)   /* wait_change: wake on a file's appearance */
+#define MAFH_CAP_STREAM (1u << 6)        /* stream_*: an exec whose stdin and stdout stay open */
 /* What every run needs. */
 #define MAFH_CAPS_REQUIRED (MAFH_CAP_EXEC | MAFH_CAP_FILES_IN | MAFH_CAP_FILES_OUT | \
 			    MAFH_CAP_DETACHED_EXEC)
@@ -189,6 +191,24 @@ struct mafh_backend_ops {
 	 * caller then sleeps instead). A hint only: the caller still reads through read_file. */
 	int (*wait_change)(void *ctx, const char *dir, const char *const *names,
 			   int64_t timeout_ms, struct mafh_error *err);
+	/* MAFH_CAP_STREAM (optional, all four). stream_open starts argv as exec does, its
+	 * stdin and stdout attached to the caller until stream_close (its stderr kept, up to
+	 * 4 KiB, for the sentence of a failure): *stream is the backend's handle. */
+	int (*stream_open)(void *ctx, const char *const *argv, void **stream,
+			   struct mafh_error *err);
+	/* Writes all of data[0..len) to the command's stdin within timeout_ms (MAFH_ETIMEDOUT
+	 * past it; MAFH_EPIPE once the command is gone). */
+	int (*stream_write)(void *ctx, void *stream, const void *data, size_t len,
+			    int64_t timeout_ms, struct mafh_error *err);
+	/* Waits at most timeout_ms for the command's stdout: the count of bytes put in buf
+	 * (1..cap, cap at most 1 MiB), 0 when timeout_ms passed with none, MAFH_EPIPE once
+	 * stdout has ended (the command exited, or the stream broke), or another negative
+	 * code. */
+	int (*stream_read)(void *ctx, void *stream, void *buf, size_t cap, int64_t timeout_ms,
+			   struct mafh_error *err);
+	/* Ends the stream: stdin closed, the command given a moment to end, then killed;
+	 * the handle freed. */
+	void (*stream_close)(void *ctx, void *stream);
 };
 
 struct mafh_backend;
@@ -222,6 +242,14 @@ MAFH_API int mafh_backend_stat(struct mafh_backend *b, const char *path, struct 
 MAFH_API int mafh_backend_wait_change(struct mafh_backend *b, const char *dir,
 				      const char *const *names, int64_t timeout_ms,
 				      struct mafh_error *err);
+/* The stream functions of the table (MAFH_ENOTSUP without MAFH_CAP_STREAM). */
+MAFH_API int mafh_backend_stream_open(struct mafh_backend *b, const char *const *argv,
+				      void **stream, struct mafh_error *err);
+MAFH_API int mafh_backend_stream_write(struct mafh_backend *b, void *stream, const void *data,
+				       size_t len, int64_t timeout_ms, struct mafh_error *err);
+MAFH_API int mafh_backend_stream_read(struct mafh_backend *b, void *stream, void *buf,
+				      size_t cap, int64_t timeout_ms, struct mafh_error *err);
+MAFH_API void mafh_backend_stream_close(struct mafh_backend *b, void *stream);
 
 /* The local backend: the run directory is on this machine.
  *   exec: fork and execvp of argv with pipes and a timeout (the child gets its own process
@@ -233,7 +261,9 @@ MAFH_API int mafh_backend_wait_change(struct mafh_backend *b, const char *dir,
  *   read_file: O_NOFOLLOW and O_NONBLOCK, regular files only, capped.
  *   wait_change: inotify on dir and the subdirectories named (kept for the last dir waited
  *     on), or a look every few milliseconds where inotify is unavailable.
- * Caps: all of MAFH_CAP_*. Errors carry the errno of the system call that failed (a symlink
+ *   stream_*: fork and execvp of argv with stdin, stdout and stderr on pipes; closing ends
+ *     its stdin, waits a second for it to end, then kills its process group.
+ * Caps: all of MAFH_CAP_* (so the auto transport is the stream). Errors carry the errno of the system call that failed (a symlink
  * on the way: ELOOP, or ENOTDIR where the kernel lacks openat2); MAFH_EINVAL a bad argument
  * (a relative path, a "..", a name too long). launcher_path is copied (NULL: "maf-launch"
  * through PATH). The caller frees *out with mafh_backend_free. */
@@ -242,7 +272,9 @@ MAFH_API int mafh_backend_local_new(const char *launcher_path, struct mafh_backe
 /* A wrapper that sleeps latency_ms before every operation of inner, one operation at a time,
  * to simulate a remote backend. Takes inner (freed with the wrapper, or at once when this
  * fails). Same caps and launcher as inner, less MAFH_CAP_WAIT_CHANGE (a remote backend
- * offers no notification, so a run over the wrapper polls). */
+ * offers no notification, so a run over the wrapper polls). A stream's opening and each
+ * write on it (a frame, whose event comes back: a round trip) cost the latency; its reads
+ * add none. */
 MAFH_API int mafh_backend_latency_new(struct mafh_backend *inner, int64_t latency_ms,
 				      struct mafh_backend **out);
 
@@ -288,8 +320,13 @@ MAFH_API void mafh_docker_options_init(struct mafh_docker_options *opts);
  *   The engine resolves symlinks in the components above the last within the container's
  *   root: a run directory must be one the program cannot swap (maf-launch lends R to the
  *   program's identity, never R/host_tools).
- * Caps: EXEC, FILES_IN, FILES_OUT, DETACHED_EXEC and BLOCKING_EXEC; no WAIT_CHANGE, so a run
- * over it finds requests with `maf-launch wait` (the auto transport) or by polling files.
+ *   stream_*: an exec created with its stdin attached and started on a connection of its
+ *     own, which the engine hands over to the exec's stdio (an HTTP upgrade): written bytes
+ *     reach its stdin, its stdout comes back framed as an exec's output, and closing ends
+ *     its stdin.
+ * Caps: EXEC, FILES_IN, FILES_OUT, DETACHED_EXEC, BLOCKING_EXEC and STREAM (the auto
+ * transport); no WAIT_CHANGE, so the relay and wait transports find requests with an exec,
+ * and files polls.
  * Engine errors come back as one sentence with the engine's own message and a code from
  * its HTTP status (404 MAFH_ENOENT, 400 MAFH_EINVAL, 401 and 403 -EACCES, others MAFH_EIO);
  * a request that gets no answer within 120 s is MAFH_ETIMEDOUT. Operations from several
@@ -439,8 +476,8 @@ MAFH_API int mafh_shim_source(const struct mafh_registry *reg, char **text, size
 
 /* How requests are found. */
 enum mafh_transport {
-	/* FILES where the backend has MAFH_CAP_WAIT_CHANGE, else RELAY where it has
-	 * MAFH_CAP_BLOCKING_EXEC, else FILES. */
+	/* STREAM where the backend has MAFH_CAP_STREAM, else FILES where it has
+	 * MAFH_CAP_WAIT_CHANGE, else RELAY where it has MAFH_CAP_BLOCKING_EXEC, else FILES. */
 	MAFH_TRANSPORT_AUTO,
 	/* read-if-present of the request files: adaptive polling, or with
 	 * MAFH_CAP_WAIT_CHANGE a look whenever the backend says a file may have appeared */
@@ -453,7 +490,12 @@ enum mafh_transport {
 	 * as `wait` does (needs MAFH_CAP_BLOCKING_EXEC); falls back to WAIT when the launcher
 	 * has no `relay` */
 	MAFH_TRANSPORT_RELAY,
-	MAFH_TRANSPORT_STREAM,     /* reserved: refused with MAFH_ENOTSUP */
+	/* `maf-launch serve` on a stream that stays open (needs MAFH_CAP_STREAM): each
+	 * answer and each request is a message on it, no backend operation a call. A stream
+	 * that breaks (its command killed, the connection dropped) is closed and the run goes
+	 * on with RELAY (or FILES), no call lost or made twice: an answer sent without its
+	 * event is carried again. */
+	MAFH_TRANSPORT_STREAM,
 };
 /* "auto", "files", "wait", "relay", "stream": static. */
 MAFH_API const char *mafh_transport_name(enum mafh_transport t);
@@ -626,6 +668,9 @@ struct mafh_run_result {
 	/* Every error met, the first included: one sentence a line, NUL-terminated, "" if
 	 * none (at most 4 KiB; the rest is counted in a last line). */
 	const char *errors;
+	/* The transport serving the run now (never AUTO): the one auto chose, or the one a
+	 * run fell back to (a broken stream, a launcher without relay or wait). */
+	enum mafh_transport transport;
 };
 
 struct mafh_run;
@@ -683,8 +728,17 @@ enum mafh_op_kind {
 	MAFH_OP_WAIT_UNTIL,
 	MAFH_OP_CALL,       /* run a tool: fn(call, reply, ud), or the driver's own way */
 	MAFH_OP_DONE,       /* the run is over: see mafh_run_result */
+	/* The stream transport: one stream a run, the driver's to keep (a backend's
+	 * stream_open, or anything that carries bytes both ways to the command). */
+	MAFH_OP_STREAM_OPEN,  /* start argv with stdin and stdout attached */
+	MAFH_OP_STREAM_WRITE, /* write data[0..len) to its stdin */
+	/* wait until until_ms at most for bytes of its stdout, up to cap: result.stream_data
+	 * (none when the time passed), stream_ended once stdout has ended */
+	MAFH_OP_STREAM_READ,
+	MAFH_OP_STREAM_CLOSE, /* end it (never fails) */
 };
-/* "exec", "read", "write", "stat", "wait_until", "call", "done": static. */
+/* "exec", "read", "write", "stat", "wait_until", "call", "done", "stream_open",
+ * "stream_write", "stream_read", "stream_close": static. */
 MAFH_API const char *mafh_op_kind_name(enum mafh_op_kind kind);
 
 /* An operation the run needs. The op and everything it points to are lent by the run until
@@ -692,17 +746,17 @@ MAFH_API const char *mafh_op_kind_name(enum mafh_op_kind kind);
 struct mafh_op {
 	size_t size;               /* the library's sizeof(struct mafh_op) */
 	enum mafh_op_kind kind;
-	/* EXEC */
+	/* EXEC, STREAM_OPEN */
 	const char *const *argv;   /* NULL-terminated */
 	int64_t timeout_ms;        /* the exec's own timeout */
 	size_t out_cap;            /* stdout bytes the run looks at */
 	/* READ, WRITE, STAT */
 	const char *path;
-	size_t cap;                /* READ: the largest file returned whole */
-	const void *data;          /* WRITE */
-	size_t len;                /* WRITE */
+	size_t cap;                /* READ: the largest file returned whole; STREAM_READ */
+	const void *data;          /* WRITE, STREAM_WRITE */
+	size_t len;                /* WRITE, STREAM_WRITE */
 	const char *replaces;      /* WRITE: NULL, or a file the run is done with */
-	/* WAIT_UNTIL */
+	/* WAIT_UNTIL, STREAM_READ */
 	int64_t until_ms;
 	const char *wait_dir;      /* NULL: a plain sleep that must last until until_ms */
 	const char *const *wait_names;
@@ -730,6 +784,11 @@ struct mafh_op_result {
 	const char *refusal;
 	const char *note;
 	size_t note_len;
+	/* STREAM_READ: the bytes read (borrowed until mafh_run_op_result returns), and 1 once
+	 * the command's stdout has ended (the stream is then broken: error may say why). */
+	const char *stream_data;
+	size_t stream_len;
+	int stream_ended;
 };
 /* Zeroes *res, sets its size and kind. */
 MAFH_API void mafh_op_result_init(struct mafh_op_result *res, enum mafh_op_kind kind);

@@ -35,7 +35,9 @@ int mafh_backend_new(const struct mafh_backend_ops *ops, struct mafh_backend **o
 	o.size = sizeof(o);
 	if (((o.caps & MAFH_CAP_EXEC) && !o.exec) ||
 	    ((o.caps & MAFH_CAP_FILES_IN) && !o.write_file) ||
-	    ((o.caps & MAFH_CAP_FILES_OUT) && (!o.read_file || !o.stat))) {
+	    ((o.caps & MAFH_CAP_FILES_OUT) && (!o.read_file || !o.stat)) ||
+	    ((o.caps & MAFH_CAP_STREAM) && (!o.stream_open || !o.stream_write ||
+					     !o.stream_read || !o.stream_close))) {
 		if (o.destroy)
 			o.destroy(o.ctx);
 		return mafh__error_set(err, MAFH_EINVAL,
@@ -121,4 +123,39 @@ int mafh_backend_wait_change(struct mafh_backend *b, const char *dir, const char
 		return mafh__error_set(err, MAFH_EINVAL, "waiting for a change needs a directory "
 				       "and names");
 	return b->ops.wait_change(b->ops.ctx, dir, names, timeout_ms, err);
+}
+
+int mafh_backend_stream_open(struct mafh_backend *b, const char *const *argv, void **stream,
+			     struct mafh_error *err)
+{
+	*stream = NULL;
+	if (!(b->ops.caps & MAFH_CAP_STREAM))
+		return mafh__error_set(err, MAFH_ENOTSUP, "the backend has no stream (STREAM)");
+	if (!argv || !argv[0])
+		return mafh__error_set(err, MAFH_EINVAL, "a stream needs a non-empty argv");
+	return b->ops.stream_open(b->ops.ctx, argv, stream, err);
+}
+
+int mafh_backend_stream_write(struct mafh_backend *b, void *stream, const void *data,
+			      size_t len, int64_t timeout_ms, struct mafh_error *err)
+{
+	if (!(b->ops.caps & MAFH_CAP_STREAM) || !stream)
+		return mafh__error_set(err, MAFH_ENOTSUP, "no stream to write to");
+	return b->ops.stream_write(b->ops.ctx, stream, data, len, timeout_ms, err);
+}
+
+int mafh_backend_stream_read(struct mafh_backend *b, void *stream, void *buf, size_t cap,
+			     int64_t timeout_ms, struct mafh_error *err)
+{
+	if (!(b->ops.caps & MAFH_CAP_STREAM) || !stream)
+		return mafh__error_set(err, MAFH_ENOTSUP, "no stream to read from");
+	if (cap > (1u << 20))
+		cap = 1u << 20;
+	return b->ops.stream_read(b->ops.ctx, stream, buf, cap, timeout_ms, err);
+}
+
+void mafh_backend_stream_close(struct mafh_backend *b, void *stream)
+{
+	if (b && stream && (b->ops.caps & MAFH_CAP_STREAM))
+		b->ops.stream_close(b->ops.ctx, stream);
 }

@@ -161,6 +161,8 @@ static void end_run(struct mafh_run *run, enum mafh_run_status status, int code,
  * the tree; one that ended by itself stops it first (stop prints the record). */
 static enum mafh__state ending_next(const struct mafh_run *run)
 {
+	if (run->stream_open)
+		return ST_STREAM_CLOSE;
 	if (run->launched) {
 		if (run->cut && !run->output_read)
 			return ST_OUTPUT;
@@ -406,11 +408,15 @@ static void take_exit_marker(struct mafh_run *run, const char *buf, size_t len)
 	end_run(run, MAFH_RUN_RUNNING, 0, NULL);
 }
 
-/* The launcher command a WAIT_EXEC runs. */
+/* The launcher command that printed the event being taken. */
 static const char *wait_word(const struct mafh_run *run)
 {
+	if (run->transport == MAFH_TRANSPORT_STREAM)
+		return "serve";
 	return run->transport == MAFH_TRANSPORT_RELAY && !run->liveness_probe ? "relay" : "wait";
 }
+
+static void take_event(struct mafh_run *run, const struct mafh__wait_event *evp);
 
 static void take_wait_event(struct mafh_run *run, const struct mafh_exec_result *x)
 {
@@ -438,6 +444,15 @@ static void take_wait_event(struct mafh_run *run, const struct mafh_exec_result 
 			wait_word(run));
 		return;
 	}
+	take_event(run, &ev);
+}
+
+/* An event of `maf-launch wait`, `relay` or `serve`. */
+static void take_event(struct mafh_run *run, const struct mafh__wait_event *evp)
+{
+	struct mafh__wait_event ev = *evp;
+	char line[160];
+
 	run->wait_used = 1;
 	switch (ev.kind) {
 	case MAFH__WAIT_TIMEOUT:
@@ -492,6 +507,26 @@ static int relay_carries(const struct mafh_run *run)
 /* The next serving state, from what is due. */
 static enum mafh__state serve_next(struct mafh_run *run)
 {
+	if (run->transport == MAFH_TRANSPORT_STREAM) {
+		if (!run->stream_open)
+			return ST_STREAM_OPEN;
+		if (run->stream_sent)
+			return ST_STREAM_RECV;
+		/* An answer goes on the stream, whatever its size (serve takes up to the
+		 * response cap), but for the last id, which has no request after it. */
+		if (run->wbuf)
+			return run->next_id < MAFP_CALL_ID_MAX ? ST_STREAM_SEND : ST_ANSWER;
+		if (run->call_args)
+			return ST_CALL;
+		if (run->now < run->next_look_ms)
+			return ST_PAUSE;     /* a request that did not decode, looked at again */
+		if (run->next_id > MAFP_CALL_ID_MAX) {
+			end_run(run, MAFH_RUN_ERROR, MAFH_E2BIG, "the program used every call id "
+				"up to %d", MAFP_CALL_ID_MAX);
+			return ST_ENDING;
+		}
+		return ST_STREAM_SEND;
+	}
 	if (run->wbuf)
 		return relay_carries(run) ? ST_WAIT_EXEC : ST_ANSWER;
 	if (run->call_args)
@@ -1048,6 +1083,176 @@ static void take_reclaim(struct mafh_run *run, const struct mafh_op_result *res)
 	ending_exec_failed(run, res, "reclaim");
 }
 
+/* ---- the stream ----------------------------------------------------------------------------- */
+
+/* The stream broke (its command ended or was killed, the connection dropped, or it printed
+ * what is not an event): closed, and the run goes on with relay (or files). An answer sent
+ * without its event is still in wbuf, and is carried again: writing it twice is harmless,
+ * running the tool twice would not be, and never happens. */
+static void stream_broken(struct mafh_run *run, int code, const char *why)
+{
+	char msg[sizeof(run->result.error.message)];
+	enum mafh_transport to = (run->caps & MAFH_CAP_BLOCKING_EXEC) ? MAFH_TRANSPORT_RELAY
+								       : MAFH_TRANSPORT_FILES;
+
+	snprintf(msg, sizeof(msg), "the stream of maf-launch serve broke (%s): going on with "
+		 "the %s transport", why, mafh_transport_name(to));
+	log_error(run, code, msg);
+	run->transport = to;
+	run->stream_sent = 0;
+	run->stream_carried = 0;
+	run->slen = 0;
+	run->next_look_ms = run->now;
+	run->state = run->stream_open ? ST_STREAM_CLOSE : ST_SERVE;
+}
+
+static int emit_stream_open(struct mafh_run *run, struct mafh_op *op)
+{
+	mafh__argv_serve(&run->argv, run->launcher, run->run_dir, run->limits.max_request_bytes,
+			 run->limits.max_response_bytes, run->result.supervisor_pid);
+	op->kind = MAFH_OP_STREAM_OPEN;
+	op->argv = run->argv.v;
+	run->result.ops.exec++;
+	return 1;
+}
+
+static void take_stream_open(struct mafh_run *run, const struct mafh_op_result *res)
+{
+	char why[sizeof(res->detail.message) + 32];
+
+	run->state = ST_SERVE;
+	if (res->error) {
+		snprintf(why, sizeof(why), "it could not be opened: %s", res->detail.message[0]
+			 ? res->detail.message : mafh_strerror(res->error));
+		stream_broken(run, res->error, why);
+		return;
+	}
+	run->stream_open = 1;
+}
+
+static int emit_stream_send(struct mafh_run *run, struct mafh_op *op)
+{
+	char head[96];
+	int n;
+
+	if (run->wbuf)
+		n = snprintf(head, sizeof(head), "{\"answer\":%ld,\"size\":%zu}\n", run->next_id,
+			     run->wlen);
+	else
+		n = snprintf(head, sizeof(head), "{\"next\":%ld}\n", run->next_id);
+	free(run->sframe);
+	run->sframe = malloc((size_t)n + (run->wbuf ? run->wlen : 0));
+	if (!run->sframe) {
+		end_run(run, MAFH_RUN_ERROR, MAFH_ENOMEM, "out of memory framing a response");
+		return 0;
+	}
+	memcpy(run->sframe, head, (size_t)n);
+	if (run->wbuf)
+		memcpy(run->sframe + n, run->wbuf, run->wlen);
+	run->sframe_len = (size_t)n + (run->wbuf ? run->wlen : 0);
+	run->stream_carried = run->wbuf != NULL;
+	op->kind = MAFH_OP_STREAM_WRITE;
+	op->data = run->sframe;
+	op->len = run->sframe_len;
+	return 1;
+}
+
+static void take_stream_send(struct mafh_run *run, const struct mafh_op_result *res)
+{
+	run->state = ST_SERVE;
+	free(run->sframe);
+	run->sframe = NULL;
+	if (res->error) {
+		stream_broken(run, res->error, res->detail.message[0] ? res->detail.message
+			      : mafh_strerror(res->error));
+		return;
+	}
+	run->stream_sent = 1;
+}
+
+#define STREAM_READ_CAP 65536
+
+static int emit_stream_recv(struct mafh_run *run, struct mafh_op *op)
+{
+	op->kind = MAFH_OP_STREAM_READ;
+	op->until_ms = run->deadline;
+	op->cap = STREAM_READ_CAP;
+	return 1;
+}
+
+static void take_stream_recv(struct mafh_run *run, const struct mafh_op_result *res)
+{
+	uint64_t max_body = run->limits.max_request_bytes > MAFP_MARKER_MAX
+			    ? run->limits.max_request_bytes : MAFP_MARKER_MAX;
+	struct mafh__wait_event ev;
+	long n;
+
+	run->state = ST_SERVE;
+	if (res->stream_len) {
+		if (run->slen + res->stream_len > max_body + 512) {
+			stream_broken(run, MAFH_EPROTO, "it printed more than an event holds");
+			return;
+		}
+		if (run->slen + res->stream_len > run->scap) {
+			size_t cap = run->slen + res->stream_len + STREAM_READ_CAP;
+			char *b = realloc(run->sbuf, cap);
+
+			if (!b) {
+				end_run(run, MAFH_RUN_ERROR, MAFH_ENOMEM, "out of memory reading the "
+					"stream");
+				return;
+			}
+			run->sbuf = b;
+			run->scap = cap;
+		}
+		memcpy(run->sbuf + run->slen, res->stream_data, res->stream_len);
+		run->slen += res->stream_len;
+	}
+	n = run->slen ? mafh__stream_event_len(run->sbuf, run->slen, max_body) : 0;
+	if (n < 0 || (n > 0 && (size_t)n != run->slen)) {
+		/* serve prints one event a frame, and only then. */
+		stream_broken(run, MAFH_EPROTO, "it printed what is not one event");
+		return;
+	}
+	if (n == 0) {
+		if (res->stream_ended || (res->error && res->error != MAFH_ETIMEDOUT))
+			stream_broken(run, res->error ? res->error : MAFH_EPIPE,
+				      res->detail.message[0] ? res->detail.message
+				      : "its output ended");
+		return;
+	}
+	run->slen = 0;
+	run->stream_sent = 0;
+	if (mafh__wait_event_parse(run->sbuf, (size_t)n, &ev) != 0) {
+		stream_broken(run, MAFH_EPROTO, "it printed what is not one event");
+		return;
+	}
+	if (run->stream_carried) {
+		/* The event means the answer is in place. */
+		run->stream_carried = 0;
+		answer_written(run, run->op_started_ms);
+	}
+	if (ev.kind == MAFH__WAIT_TIMEOUT)
+		return;             /* serve never times out; a host may ask again all the same */
+	take_event(run, &ev);
+}
+
+static int emit_stream_close(struct mafh_run *run, struct mafh_op *op)
+{
+	(void)run;
+	op->kind = MAFH_OP_STREAM_CLOSE;
+	return 1;
+}
+
+static void take_stream_close(struct mafh_run *run, const struct mafh_op_result *res)
+{
+	(void)res;
+	run->stream_open = 0;
+	run->stream_sent = 0;
+	run->slen = 0;
+	run->state = run->ending ? ST_ENDING : ST_SERVE;
+}
+
 /* Every state's op: its kind, how it is made, how its result is taken. SERVE and ENDING
  * choose the next state; DONE hands out DONE. */
 static const struct {
@@ -1071,6 +1276,10 @@ static const struct {
 	[ST_STOP] = {MAFH_OP_EXEC, 0, emit_stop, take_stop},
 	[ST_RECORD] = {MAFH_OP_READ, 0, emit_record, take_record_read},
 	[ST_RECLAIM] = {MAFH_OP_EXEC, 0, emit_reclaim, take_reclaim},
+	[ST_STREAM_OPEN] = {MAFH_OP_STREAM_OPEN, 1, emit_stream_open, take_stream_open},
+	[ST_STREAM_SEND] = {MAFH_OP_STREAM_WRITE, 1, emit_stream_send, take_stream_send},
+	[ST_STREAM_RECV] = {MAFH_OP_STREAM_READ, 1, emit_stream_recv, take_stream_recv},
+	[ST_STREAM_CLOSE] = {MAFH_OP_STREAM_CLOSE, 0, emit_stream_close, take_stream_close},
 	[ST_DONE] = {MAFH_OP_DONE, 0, NULL, NULL},
 };
 
@@ -1143,6 +1352,7 @@ int mafh_run_op_result(struct mafh_run *run, int64_t now_ms, const struct mafh_o
 	if (res->kind == MAFH_OP_READ || res->kind == MAFH_OP_WRITE || res->kind == MAFH_OP_STAT)
 		mafh__pacing_observe(&run->pacing, now_ms - run->op_started_ms);
 	states[run->state].take(run, res);
+	run->result.transport = run->transport;
 	return 0;
 }
 

@@ -2,8 +2,10 @@
  * makes and frees it), and the pure functions the state machine calls, each in a file of its
  * own and unit-tested alone (tests/unit/test_core_parts.c):
  *   pacing.c           when to look for the next request (files transport)
-  *   launcher_argv.c    the argv of `maf-launch run`, `wait`, `relay`, `stop`, `reclaim`
- *   launcher_output.c  what the launcher prints: the launch line, `wait` events
+  *   launcher_argv.c    the argv of `maf-launch run`, `wait`, `relay`, `serve`, `stop`,
+ *                      `reclaim`
+ *   launcher_output.c  what the launcher prints: the launch line, `wait` events, and
+ *                      their framing on a stream
  *   answer.c           a request's bytes judged, a tool's answer encoded
  * None of them performs I/O, allocates beyond what it returns, or keeps state of its own. */
 #ifndef MAFHOST_CORE_H
@@ -85,6 +87,9 @@ int mafh__argv_wait(struct mafh__argv *a, const char *launcher, const char *run_
 		    long next_id, int64_t slice_ms, uint64_t max_bytes, int64_t supervisor_pid);
 /* `maf-launch relay`: the wait above, after writing answer_b64 (base64 of the response file)
  * as the response to answer_id; answer_b64 NULL carries none (answer_id is then unused). */
+/* `maf-launch serve`: requests up to max_bytes, answers up to max_answer_bytes. */
+int mafh__argv_serve(struct mafh__argv *a, const char *launcher, const char *run_dir,
+		     uint64_t max_bytes, uint64_t max_answer_bytes, int64_t supervisor_pid);
 int mafh__argv_relay(struct mafh__argv *a, const char *launcher, const char *run_dir,
 		     long next_id, int64_t slice_ms, uint64_t max_bytes, int64_t supervisor_pid,
 		     long answer_id, const char *answer_b64);
@@ -128,6 +133,11 @@ int mafh__wait_event_parse(const char *out, size_t len, struct mafh__wait_event 
 /* 1 when the event carries the whole file it names: readable, not oversized, and the size it
  * gives is the body's length. */
 int mafh__wait_event_whole(const struct mafh__wait_event *ev);
+/* The first event of `maf-launch serve` in buf[0..len), a stream of them: its length (the
+ * head line and the bytes it says follow), 0 while it is not all there, or -1 when the
+ * bytes cannot be an event (no head line within 256 bytes, a head that does not parse, a
+ * size that is not a whole number from 0 to max_body). */
+long mafh__stream_event_len(const char *buf, size_t len, uint64_t max_body);
 
 /* ---- answer.c ----------------------------------------------------------------------------- */
 
@@ -188,6 +198,10 @@ enum mafh__state {
 	ST_STOP,            /* EXEC maf-launch stop */
 	ST_RECORD,          /* READ program_exit.json */
 	ST_RECLAIM,         /* EXEC maf-launch reclaim */
+	ST_STREAM_OPEN,     /* STREAM_OPEN maf-launch serve */
+	ST_STREAM_SEND,     /* STREAM_WRITE a frame: {"next":N}, or an answer */
+	ST_STREAM_RECV,     /* STREAM_READ until the frame's event is in */
+	ST_STREAM_CLOSE,    /* STREAM_CLOSE */
 	ST_DONE,
 	ST_COUNT
 };
@@ -235,6 +249,15 @@ struct mafh_run {
 	size_t wlen;
 	char *relay_b64;                /* relay: the answer carried in argv, base64, owned */
 	int relay_carried;              /* the WAIT_EXEC out carries the answer in wbuf */
+	/* stream: the driver holds the stream; the core the bytes on their way. */
+	int stream_open;                /* a stream is open */
+	int stream_sent;                /* a frame is out and its event not in yet */
+	int stream_carried;             /* the frame out carries the answer in wbuf */
+	char *sframe;                   /* the frame to send, owned */
+	size_t sframe_len;
+	char *sbuf;                     /* bytes read and not taken yet, owned */
+	size_t slen, scap;
+	void *drv_stream;               /* the blocking driver's stream handle */
 	int64_t op_started_ms;
 
 	/* Time. */

@@ -59,6 +59,41 @@ static void wait_until(const struct mafh_run *run, struct mafh_backend *b,
 	clock_sleep(run, c, until);
 }
 
+#define STREAM_WRITE_TIMEOUT_MS 30000
+
+/* A STREAM_READ: in slices of at most 50 ms (so mafh_run_stop is seen) until bytes come, the
+ * stream ends or fails, or until_ms passes. buf holds op->cap bytes. */
+static void stream_read(const struct mafh_run *run, struct mafh_backend *b,
+			const struct mafh_clock *c, void *stream, const struct mafh_op *op,
+			char *buf, struct mafh_op_result *res)
+{
+	for (;;) {
+		int64_t slice = op->until_ms - clock_now(c);
+		int rc;
+
+		if (slice > STOP_SLICE_MS)
+			slice = STOP_SLICE_MS;
+		if (slice < 0)
+			slice = 0;
+		rc = mafh_backend_stream_read(b, stream, buf, op->cap, slice, &res->detail);
+		if (rc > 0) {
+			res->stream_data = buf;
+			res->stream_len = (size_t)rc;
+			return;
+		}
+		if (rc == MAFH_EPIPE) {
+			res->stream_ended = 1;
+			return;
+		}
+		if (rc < 0) {
+			res->error = rc;
+			return;
+		}
+		if (slice == 0 || mafh__run_stop_requested(run) || clock_now(c) >= op->until_ms)
+			return;
+	}
+}
+
 /* Performs one op. Returns 1 if it did, 0 on DONE, or a negative code. */
 static int step(struct mafh_run *run, struct mafh_backend *b, const struct mafh_clock *c,
 		struct mafh_error *err)
@@ -66,6 +101,8 @@ static int step(struct mafh_run *run, struct mafh_backend *b, const struct mafh_
 	const struct mafh_op *op;
 	struct mafh_op_result res;
 	enum mafh_op_kind kind;
+	void **stream = mafh__run_stream_slot(run);
+	char *buf = NULL;
 	int rc;
 
 	rc = mafh_run_next_op(run, clock_now(c), &op);
@@ -96,10 +133,30 @@ static int step(struct mafh_run *run, struct mafh_backend *b, const struct mafh_
 	case MAFH_OP_CALL:
 		mafh_run_call_tool(run, op, &res);
 		break;
+	case MAFH_OP_STREAM_OPEN:
+		mafh_backend_stream_close(b, *stream);
+		res.error = mafh_backend_stream_open(b, op->argv, stream, &res.detail);
+		break;
+	case MAFH_OP_STREAM_WRITE:
+		res.error = mafh_backend_stream_write(b, *stream, op->data, op->len,
+						      STREAM_WRITE_TIMEOUT_MS, &res.detail);
+		break;
+	case MAFH_OP_STREAM_READ:
+		buf = malloc(op->cap ? op->cap : 1);
+		if (!buf)
+			res.error = mafh__error_set(&res.detail, MAFH_ENOMEM, "out of memory");
+		else
+			stream_read(run, b, c, *stream, op, buf, &res);
+		break;
+	case MAFH_OP_STREAM_CLOSE:
+		mafh_backend_stream_close(b, *stream);
+		*stream = NULL;
+		break;
 	case MAFH_OP_DONE:
 		break;
 	}
 	rc = mafh_run_op_result(run, clock_now(c), &res);
+	free(buf);
 	mafh_exec_result_clear(&res.exec);
 	mafh_read_result_clear(&res.read);
 	if (rc != 0)

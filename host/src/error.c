@@ -37,6 +37,8 @@ const char *mafh_strerror(int code)
 		return "stopped";
 	case MAFH_ELAUNCH:
 		return "launch failed";
+	case MAFH_EPIPE:
+		return "the stream has ended";
 	}
 	/* Any other errno a backend passed through, in the C library's words; the strings of
 	 * strerrordesc_np are static and never rewritten, unlike strerror's. */

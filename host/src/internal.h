@@ -58,6 +58,8 @@ void mafh__reply_clear(struct mafh_reply *r);
 struct mafh_backend *mafh__run_backend(const struct mafh_run *run);
 /* 1 once mafh_run_stop was called. */
 int mafh__run_stop_requested(const struct mafh_run *run);
+/* Where the blocking driver keeps the run's stream (closed by mafh_run_free if still open). */
+void **mafh__run_stream_slot(struct mafh_run *run);
 
 /* Monotonic milliseconds (CLOCK_MONOTONIC). */
 int64_t mafh__now_ms(void);

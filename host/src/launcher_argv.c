@@ -88,6 +88,17 @@ int mafh__argv_wait(struct mafh__argv *a, const char *launcher, const char *run_
 	return done(a);
 }
 
+int mafh__argv_serve(struct mafh__argv *a, const char *launcher, const char *run_dir,
+		     uint64_t max_bytes, uint64_t max_answer_bytes, int64_t supervisor_pid)
+{
+	start(a, launcher, "serve", run_dir);
+	option(a, "--max-bytes", num(a, "%llu", (unsigned long long)max_bytes));
+	option(a, "--max-answer-bytes", num(a, "%llu", (unsigned long long)max_answer_bytes));
+	if (supervisor_pid > 0)
+		option(a, "--supervisor-pid", num(a, "%lld", (long long)supervisor_pid));
+	return done(a);
+}
+
 int mafh__argv_relay(struct mafh__argv *a, const char *launcher, const char *run_dir,
 		     long next_id, int64_t slice_ms, uint64_t max_bytes, int64_t supervisor_pid,
 		     long answer_id, const char *answer_b64)

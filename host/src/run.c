@@ -80,6 +80,10 @@ static const char *const op_names[] = {
 	[MAFH_OP_WAIT_UNTIL] = "wait_until",
 	[MAFH_OP_CALL] = "call",
 	[MAFH_OP_DONE] = "done",
+	[MAFH_OP_STREAM_OPEN] = "stream_open",
+	[MAFH_OP_STREAM_WRITE] = "stream_write",
+	[MAFH_OP_STREAM_READ] = "stream_read",
+	[MAFH_OP_STREAM_CLOSE] = "stream_close",
 };
 
 static const char *const event_names[] = {
@@ -156,6 +160,8 @@ static const char *cap_name(unsigned cap)
 		return "DETACHED_EXEC (a process that outlives its exec)";
 	case MAFH_CAP_BLOCKING_EXEC:
 		return "BLOCKING_EXEC (an exec that may block long)";
+	case MAFH_CAP_STREAM:
+		return "STREAM (an exec whose stdin and stdout stay open)";
 	}
 	return "an unknown capability";
 }
@@ -200,12 +206,10 @@ static int run_create(struct mafh_registry *reg, struct mafh_backend *backend, u
 	if (o.transport == MAFH_TRANSPORT_WAIT || o.transport == MAFH_TRANSPORT_RELAY)
 		need |= MAFH_CAP_BLOCKING_EXEC;
 	if (o.transport == MAFH_TRANSPORT_STREAM)
-		return mafh__error_set(err, MAFH_ENOTSUP, "the %s transport is not implemented "
-				       "yet: use files, wait or relay",
-				       mafh_transport_name(o.transport));
+		need |= MAFH_CAP_STREAM;
 	if ((unsigned)o.transport > MAFH_TRANSPORT_STREAM)
 		return mafh__error_set(err, MAFH_EINVAL, "unknown transport");
-	for (i = 0; i < 5; i++) {
+	for (i = 0; i < 7; i++) {
 		unsigned cap = 1u << i;
 
 		if ((need & cap) && !(caps & cap))
@@ -239,9 +243,11 @@ static int run_create(struct mafh_registry *reg, struct mafh_backend *backend, u
 	/* A wait the backend ends on a change costs no exec at all; else one exec a call of
 	 * `maf-launch relay`, which answers and fetches the next request at once. */
 	if (run->transport == MAFH_TRANSPORT_AUTO)
-		run->transport = (caps & MAFH_CAP_WAIT_CHANGE) ? MAFH_TRANSPORT_FILES
+		run->transport = (caps & MAFH_CAP_STREAM) ? MAFH_TRANSPORT_STREAM
+				 : (caps & MAFH_CAP_WAIT_CHANGE) ? MAFH_TRANSPORT_FILES
 				 : (caps & MAFH_CAP_BLOCKING_EXEC) ? MAFH_TRANSPORT_RELAY
 								   : MAFH_TRANSPORT_FILES;
+	run->result.transport = run->transport;
 	run->keep_run_dir = o.keep_run_dir;
 	run->write_shim = o.program && o.write_shim;
 	mafh__pacing_init(&run->pacing, o.poll_min_ms, o.poll_max_ms);
@@ -371,8 +377,12 @@ void mafh_run_free(struct mafh_run *run)
 	for (i = 0; run->writable && run->writable[i]; i++)
 		free(run->writable[i]);
 	free(run->writable);
+	if (run->drv_stream && run->backend)
+		mafh_backend_stream_close(run->backend, run->drv_stream);
 	free(run->wbuf);
 	free(run->relay_b64);
+	free(run->sframe);
+	free(run->sbuf);
 	cJSON_Delete(run->call_args);
 	free(run->call_text);
 	free(run->answer_note);
@@ -390,6 +400,11 @@ const struct mafh_run_result *mafh_run_result(const struct mafh_run *run)
 struct mafh_backend *mafh__run_backend(const struct mafh_run *run)
 {
 	return run->backend;
+}
+
+void **mafh__run_stream_slot(struct mafh_run *run)
+{
+	return &run->drv_stream;
 }
 
 int mafh__run_stop_requested(const struct mafh_run *run)

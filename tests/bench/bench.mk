@@ -38,7 +38,7 @@ bench-calls: $(BUILD)/maf-launch $(BUILD)/maf-host $(BUILD)/bench_calls_inproc $
 # make bench-docker: host-tool calls over the Docker engine (tests/bench/bench_docker.py): the
 # median of each engine operation through libmafhost's Docker backend (docker_ops), then the
 # per-call p50 and p90 and the backend operations per call of maf-host run --backend docker
-# (--transport files, wait and relay) in python-noshell, against maf-sandbox's way measured in
+# (--transport files, wait, relay and stream) in python-noshell, against maf-sandbox's way measured in
 # the same run (its shell launcher in python-noshell with busybox-static added, served over
 # docker cp and docker exec at 0.2 s and 10 ms polls). Figures only, no pass/fail; the targets
 # (p50 <= median exec + median write + 5 ms, and at least 2x fewer operations per call than
@@ -53,3 +53,14 @@ bench-docker: setup
 	MAF_BUILD=$(abspath $(BUILD)) MAF_IMAGE_PREFIX=$(IMAGE_PREFIX) $(PYTHON) \
 		tests/bench/bench_docker.py --calls $(BENCH_DOCKER_CALLS) \
 		--engine-ops $(BENCH_DOCKER_ENGINE_OPS) $(BENCH_DOCKER_FLAGS)
+
+# make bench-transports: files, relay and stream against maf-sandbox's way, twice: over the
+# Docker engine (make bench-docker, with wait too, and the targets of stream and relay), then
+# over the latency wrapper at BENCH_LATENCY_MS an operation on this machine
+# (tests/bench/bench_transports.py). Figures only, each comparison made in one run.
+BENCH_LATENCY_MS ?= 50
+BENCH_TRANSPORTS_CALLS ?= 20
+
+bench-transports: bench-docker
+	MAF_BUILD=$(abspath $(BUILD)) $(PYTHON) tests/bench/bench_transports.py \
+		--calls $(BENCH_TRANSPORTS_CALLS) --latency-ms $(BENCH_LATENCY_MS)

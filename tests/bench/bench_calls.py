@@ -168,7 +168,7 @@ def bench(a, parent, private, host):
                            "errors": par["errors"]}
     figures["floor"] = floor
     figures["served"] = {"calls": rep["calls"], "ops": rep["ops"], "wall_ms": rep["wall_ms"],
-                         "transport": "auto (files, woken by inotify)"}
+                         "transport": f"auto ({rep.get('transport', 'files')})"}
     if a.json:
         print(json.dumps(figures))
         return

@@ -111,6 +111,7 @@ int main(int argc, char **argv)
 	cJSON_AddNumberToObject(out, "exit_code", res->exit_code);
 	cJSON_AddStringToObject(out, "output", res->output);
 	cJSON_AddNumberToObject(out, "calls", (double)res->calls);
+	cJSON_AddStringToObject(out, "transport", mafh_transport_name(res->transport));
 	cJSON_AddNumberToObject(out, "wall_ms", (double)res->wall_ms);
 	cJSON_AddStringToObject(out, "error", res->error.message);
 	cJSON_AddNumberToObject(ops, "exec", (double)res->ops.exec);

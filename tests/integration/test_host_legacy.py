@@ -38,7 +38,8 @@ def test_the_local_backend_answers_in_the_request_file(host):
     # Nobody reads a request once it is answered, so libmafhost's local backend writes the
     # response into it and renames it (no new file); a request file with a second name is
     # left alone and the response gets a file of its own.
-    proc, rep = host_run("legacy_calls.py", *ECHO, args=["reuse"], timeout=90)
+    proc, rep = host_run("legacy_calls.py", *ECHO, "--transport", "files", args=["reuse"],
+                         timeout=90)
     assert proc.returncode == 0, (proc.stderr, rep and rep["output"])
     out = by_label(rep)
     assert out["one link"] == {"label": "one link", "outcome": "value", "detail": {

@@ -1,12 +1,13 @@
 """The same programs served over each transport on the local backend give the same results
 (tests/integration/transport_cases.py): files (reads, woken by the backend), wait
-(`maf-launch wait`: an exec finds each request, a write answers it) and relay (`maf-launch
-relay`: one exec answers a call and finds the next). Where a transport's count of backend
-operations is its point, it is checked too."""
+(`maf-launch wait`: an exec finds each request, a write answers it), relay (`maf-launch
+relay`: one exec answers a call and finds the next) and stream (`maf-launch serve` on one
+exec that stays open). Where a transport's count of backend operations is its point, it is
+checked too; a stream killed mid-call falls back to relay with no call lost or made twice."""
 import pytest
 
 from conftest import host_run
-from transport_cases import CASES, TRANSPORTS, agree
+from transport_cases import CASES, TRANSPORTS, agree, calls, host_tool, output_lines
 
 
 def run_all(case):
@@ -15,6 +16,8 @@ def run_all(case):
     for t in TRANSPORTS:
         proc, rep = host_run(program, "--transport", t, *opts, args=args)
         assert rep is not None, (t, proc.returncode, proc.stderr)
+        assert rep["transport"] == t and rep["errors"] in (
+            [], ["the run's deadline of 3000 ms passed"]), (t, rep["transport"], rep["errors"])
         reports[t] = rep
     check(reports["files"])
     agree(reports, fields)
@@ -26,16 +29,38 @@ def test_every_transport_serves_alike(host, case):
     run_all(case)
 
 
-def test_relay_makes_one_exec_a_call_and_writes_nothing(host):
+def test_the_backend_operations_each_transport_makes(host):
     reps = run_all("sequential calls and a refusal")
-    # The launch, one relay per call and one for the exit (and a last look, maybe), stop
-    # and reclaim; the program and the shim the only writes. wait writes every answer.
+    # relay: the launch, one relay per call and one for the exit (and a last look, maybe),
+    # stop and reclaim; the program and the shim the only writes. wait writes every answer.
+    # stream: the launch, serve, stop and reclaim, whatever the calls.
     assert reps["relay"]["ops"]["write"] == 2, reps["relay"]["ops"]
     assert reps["relay"]["ops"]["exec"] <= 1 + 7 + 2 + 2, reps["relay"]["ops"]
     assert reps["wait"]["ops"]["write"] == 2 + 7, reps["wait"]["ops"]
+    assert reps["stream"]["ops"] == {"exec": 4, "read": 1, "write": 2, "stat": 0, "wait": 0}
 
 
 def test_relay_writes_first_an_answer_too_large_to_carry(host):
     reps = run_all("answers over 64 KiB")
     # 180,012 bytes go by a write; 12 and 45,012 ride in the relay's argv.
     assert reps["relay"]["ops"]["write"] == 2 + 1, reps["relay"]["ops"]
+
+
+@pytest.mark.parametrize("kill_at", [1, 3])
+def test_a_stream_killed_mid_call_falls_back_with_no_call_lost_or_made_twice(host, tmp_path,
+                                                                             kill_at):
+    # The tool kills `maf-launch serve` on its kill_at-th call, before it answers: the
+    # answer then goes out on a stream that is gone, and the run goes on with relay.
+    count = tmp_path / "count"
+    proc, rep = host_run("calls.py", "--transport", "stream", "--tool",
+                         "count=" + host_tool("tool_count.py", count, kill_at),
+                         args=[calls(*[("count", {"i": i}) for i in range(6)])])
+    assert rep is not None, proc.stderr
+    assert rep["status"] == "exited" and rep["exit_code"] == 0, rep
+    assert output_lines(rep)[:6] == [{"value": {"i": i, "n": i + 1}} for i in range(6)]
+    assert count.read_text() == "call\n" * 6         # each tool call made once
+    assert rep["calls"] == 6 and rep["undelivered"] == 0
+    assert len(rep["errors"]) == 1 and "the stream of maf-launch serve broke" in \
+        rep["errors"][0], rep["errors"]
+    assert "going on with the relay transport" in rep["errors"][0]
+    assert rep["transport"] == "relay"

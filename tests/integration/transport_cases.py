@@ -8,7 +8,7 @@ from pathlib import Path
 
 PROGRAMS = Path(__file__).resolve().parent / "programs"
 HOST_PYTHON = "/usr/bin/python3"  # tools and tools servers run on the host with this
-TRANSPORTS = ("files", "wait", "relay")
+TRANSPORTS = ("files", "wait", "relay", "stream")
 
 
 def host_tool(script, *args):
@@ -77,7 +77,7 @@ def check_killed(rep):
 
 
 # name: (program, options, arguments, fields the transports agree on, check)
-AGREE = ("status", "exit_code", "calls", "refusals", "undelivered", "output")
+AGREE = ("status", "exit_code", "calls", "refusals", "undelivered", "output", "record")
 CASES = {
     "sequential calls and a refusal": (
         "calls.py", SERVER, [calls(*[("echo", {"i": i, "s": "h\u00e9 \"q\"\n"})
@@ -94,15 +94,30 @@ CASES = {
     "a spent budget": ("calls.py", SERVER + ("--max-calls", "2"),
                        [calls(*[("add", {"a": i, "b": 1}) for i in range(4)])], AGREE,
                        check_budget),
+    # Whether the supervisor's timeout or the host's deadline comes first is a race: the
+    # record says "timeout" or "stopped".
     "a timeout": ("forever.py", ("--timeout", "3"), [], ("status", "calls"), check_timeout),
     "a program killed mid-call": ("killed_mid_call.py", ("--tool", "slow=sleep 1.5; cat"),
                                   [], AGREE, check_killed),
 }
 
 
+RECORD = ("status", "exit_code", "signal", "calls", "undelivered", "output_truncated")
+
+
 def agree(reports, fields):
-    """Every transport's report says what the files transport's says, field by field."""
+    """Every transport's report says what the files transport's says, field by field; with
+    "record" among the fields, so does the exit record the launcher left, its timings
+    aside."""
     first = reports["files"]
     for t, rep in reports.items():
         for k in fields:
-            assert rep[k] == first[k], (k, t, rep[k], first[k])
+            if k != "record":
+                assert rep[k] == first[k], (k, t, rep[k], first[k])
+        if "record" not in fields:
+            continue
+        if first["record"] is None or rep["record"] is None:
+            assert rep["record"] == first["record"], (t, "record")
+            continue
+        for k in RECORD:
+            assert rep["record"][k] == first["record"][k], (t, "record", k)

@@ -260,6 +260,23 @@ static void finish_normally(struct fixture *f, const char *output)
 	assert_int_equal(op.kind, MAFH_OP_DONE);
 }
 
+/* A run that ended in error: its output read first, then stop and reclaim. */
+static void finish_in_error(struct fixture *f)
+{
+	struct mafh_op op = next(f);
+
+	expect_path(&op, MAFH_OP_READ, R "/host_tools/program_output.txt");
+	give_read(f, MAFH_READ_OK, "");
+	op = next(f);
+	assert_string_equal(op.argv[1], "stop");
+	give_exec(f, 0, RECORD, "");
+	op = next(f);
+	assert_string_equal(op.argv[1], "reclaim");
+	give_exec(f, 0, "", "");
+	assert_int_equal(next(f).kind, MAFH_OP_DONE);
+	assert_int_equal(mafh_run_result(f->run)->status, MAFH_RUN_ERROR);
+}
+
 /* Reads request N as absent until the exit marker is probed, which says code. */
 static void exit_with(struct fixture *f, long id, const char *code)
 {
@@ -352,7 +369,9 @@ static void test_capabilities_refused(void **state)
 			 MAFH_ENOTSUP);
 	assert_non_null(strstr(err.message, "BLOCKING_EXEC"));
 	o.transport = MAFH_TRANSPORT_STREAM;
-	assert_int_equal(mafh_run_new_sansio(reg, ~0u, &o, &run, &err), MAFH_ENOTSUP);
+	assert_int_equal(mafh_run_new_sansio(reg, ~MAFH_CAP_STREAM, &o, &run, &err),
+			 MAFH_ENOTSUP);
+	assert_non_null(strstr(err.message, "STREAM"));
 	/* Refused before anything: the registry is not sealed by a refused run. */
 	assert_false(mafh_registry_sealed(reg));
 	o.transport = MAFH_TRANSPORT_FILES;
@@ -1121,24 +1140,13 @@ static void test_wait_fallback(void **state)
 static void test_wait_garbage(void **state)
 {
 	struct fixture f;
-	struct mafh_op op;
 
 	(void)state;
 	setup_run(&f, NULL, MAFH_TRANSPORT_WAIT, 60000);
 	start(&f);
 	give_wait_event(&f, 1, "{\"event\":\"timeout\"}\n");
 	give_wait_event(&f, 1, "garbage");
-	op = next(&f);
-	expect_path(&op, MAFH_OP_READ, R "/host_tools/program_output.txt");
-	give_read(&f, MAFH_READ_OK, "");
-	op = next(&f);
-	assert_string_equal(op.argv[1], "stop");
-	give_exec(&f, 0, RECORD, "");
-	op = next(&f);
-	assert_string_equal(op.argv[1], "reclaim");
-	give_exec(&f, 0, "", "");
-	assert_int_equal(next(&f).kind, MAFH_OP_DONE);
-	assert_int_equal(mafh_run_result(f.run)->status, MAFH_RUN_ERROR);
+	finish_in_error(&f);
 	assert_int_equal(mafh_run_result(f.run)->error.code, MAFH_EPROTO);
 	teardown_run(&f);
 }
@@ -1248,19 +1256,155 @@ static void test_relay_fallback(void **state)
 	assert_string_equal(op.argv[1], "relay");
 	assert_non_null(argv_after(&op, "--answer"));
 	give_exec(&f, 125, "", "maf-launch relay: cannot write the answer: No space left");
-	op = next(&f);
-	expect_path(&op, MAFH_OP_READ, R "/host_tools/program_output.txt");
-	give_read(&f, MAFH_READ_OK, "");
-	op = next(&f);
-	assert_string_equal(op.argv[1], "stop");
-	give_exec(&f, 0, RECORD, "");
-	op = next(&f);
-	assert_string_equal(op.argv[1], "reclaim");
-	give_exec(&f, 0, "", "");
-	assert_int_equal(next(&f).kind, MAFH_OP_DONE);
-	assert_int_equal(mafh_run_result(f.run)->status, MAFH_RUN_ERROR);
+	finish_in_error(&f);
 	assert_int_equal(mafh_run_result(f.run)->calls, 0);
 	assert_non_null(strstr(mafh_run_result(f.run)->error.message, "No space left"));
+	teardown_run(&f);
+}
+
+static void give_stream(struct fixture *f, const char *bytes, int ended)
+{
+	struct mafh_op_result res;
+
+	mafh_op_result_init(&res, MAFH_OP_STREAM_READ);
+	res.stream_data = bytes;
+	res.stream_len = bytes ? strlen(bytes) : 0;
+	res.stream_ended = ended;
+	give(f, &res);
+}
+
+static void give_ok(struct fixture *f, enum mafh_op_kind kind)
+{
+	struct mafh_op_result res;
+
+	mafh_op_result_init(&res, kind);
+	give(f, &res);
+}
+
+/* Expects a frame written on the stream and returns it (static buffer). */
+static const char *sent_frame(struct fixture *f)
+{
+	static char frame[4096];
+	struct mafh_op op = next(f);
+
+	assert_int_equal(op.kind, MAFH_OP_STREAM_WRITE);
+	assert_true(op.len < sizeof(frame));
+	memcpy(frame, op.data, op.len);
+	frame[op.len] = '\0';
+	give_ok(f, MAFH_OP_STREAM_WRITE);
+	return frame;
+}
+
+static void test_stream_transport(void **state)
+{
+	struct fixture f;
+	struct mafh_op op;
+	char ev[1024];
+	const char *body = req(1, "{\"a\": 41}");
+
+	(void)state;
+	/* auto over a backend with a stream: stream. */
+	setup_run_caps(&f, NULL, MAFH_TRANSPORT_AUTO, 60000, MAFH_CAPS_REQUIRED |
+		       MAFH_CAP_BLOCKING_EXEC | MAFH_CAP_WAIT_CHANGE | MAFH_CAP_STREAM);
+	start(&f);
+	op = next(&f);
+	assert_int_equal(op.kind, MAFH_OP_STREAM_OPEN);
+	assert_string_equal(op.argv[1], "serve");
+	assert_string_equal(argv_after(&op, "--run-dir"), R);
+	assert_string_equal(argv_after(&op, "--supervisor-pid"), "42");
+	assert_string_equal(argv_after(&op, "--max-answer-bytes"), "8388608");
+	give_ok(&f, MAFH_OP_STREAM_OPEN);
+	assert_string_equal(sent_frame(&f), "{\"next\":1}\n");
+	/* The event comes in pieces: nothing happens until it is whole. */
+	snprintf(ev, sizeof(ev), "{\"event\":\"request\",\"id\":1,\"size\":%zu}\n%s",
+		 strlen(body), body);
+	op = next(&f);
+	assert_int_equal(op.kind, MAFH_OP_STREAM_READ);
+	give_stream(&f, NULL, 0);             /* until_ms passed with nothing */
+	op = next(&f);
+	assert_int_equal(op.kind, MAFH_OP_STREAM_READ);
+	ev[20] = '\0';
+	give_stream(&f, ev, 0);
+	snprintf(ev, sizeof(ev), "{\"event\":\"request\",\"id\":1,\"size\":%zu}\n%s",
+		 strlen(body), body);
+	op = next(&f);
+	assert_int_equal(op.kind, MAFH_OP_STREAM_READ);
+	give_stream(&f, ev + 20, 0);
+	op = next(&f);
+	give_call(&f, &op);
+	assert_string_equal(sent_frame(&f), "{\"answer\":1,\"size\":12}\n{\"value\":42}");
+	/* The answer counts once its event is in. */
+	assert_int_equal(mafh_run_result(f.run)->calls, 0);
+	op = next(&f);
+	assert_int_equal(op.kind, MAFH_OP_STREAM_READ);
+	give_stream(&f, "{\"event\":\"exit\",\"size\":1}\n0", 0);
+	assert_int_equal(mafh_run_result(f.run)->calls, 1);
+	op = next(&f);
+	assert_int_equal(op.kind, MAFH_OP_STREAM_CLOSE);
+	give_ok(&f, MAFH_OP_STREAM_CLOSE);
+	finish_normally(&f, "out");
+	assert_int_equal(mafh_run_result(f.run)->status, MAFH_RUN_EXITED);
+	/* launch, serve, stop, reclaim; the program and the shim the only writes. */
+	assert_int_equal(mafh_run_result(f.run)->ops.exec, 4);
+	assert_int_equal(mafh_run_result(f.run)->ops.write, 2);
+	assert_string_equal(mafh_run_result(f.run)->errors, "");
+	teardown_run(&f);
+}
+
+/* A stream that ends while an answer is out without its event: closed, and relay carries
+ * the same answer again; the tool ran once. One that prints what is not an event goes the
+ * same way. */
+static void test_stream_fallback(void **state)
+{
+	struct fixture f;
+	struct mafh_op op;
+	char ev[1024];
+	const char *body = req(1, "{\"a\": 1}");
+
+	(void)state;
+	snprintf(ev, sizeof(ev), "{\"event\":\"request\",\"id\":1,\"size\":%zu}\n%s",
+		 strlen(body), body);
+	setup_run_caps(&f, NULL, MAFH_TRANSPORT_STREAM, 60000, MAFH_CAPS_REQUIRED |
+		       MAFH_CAP_BLOCKING_EXEC | MAFH_CAP_STREAM);
+	start(&f);
+	op = next(&f);
+	give_ok(&f, MAFH_OP_STREAM_OPEN);
+	sent_frame(&f);
+	next(&f);
+	give_stream(&f, ev, 0);
+	op = next(&f);
+	give_call(&f, &op);
+	assert_int_equal(f.tool_calls, 1);
+	assert_non_null(strstr(sent_frame(&f), "\"answer\":1"));
+	next(&f);
+	give_stream(&f, NULL, 1);             /* ended: killed before its event */
+	op = next(&f);
+	assert_int_equal(op.kind, MAFH_OP_STREAM_CLOSE);
+	give_ok(&f, MAFH_OP_STREAM_CLOSE);
+	assert_string_equal(give_relay_event(&f, 2, "{\"event\":\"exit\",\"size\":1}\n0"),
+			    "{\"value\":2}");
+	finish_normally(&f, "");
+	assert_int_equal(mafh_run_result(f.run)->calls, 1);
+	assert_int_equal(f.tool_calls, 1);
+	assert_non_null(strstr(mafh_run_result(f.run)->errors, "the stream of maf-launch "
+			       "serve broke"));
+	assert_int_equal(mafh_run_result(f.run)->status, MAFH_RUN_EXITED);
+	teardown_run(&f);
+
+	setup_run_caps(&f, NULL, MAFH_TRANSPORT_STREAM, 60000, MAFH_CAPS_REQUIRED |
+		       MAFH_CAP_BLOCKING_EXEC | MAFH_CAP_STREAM);
+	start(&f);
+	next(&f);
+	give_ok(&f, MAFH_OP_STREAM_OPEN);
+	sent_frame(&f);
+	next(&f);
+	give_stream(&f, "this is no event\n", 0);
+	op = next(&f);
+	assert_int_equal(op.kind, MAFH_OP_STREAM_CLOSE);
+	give_ok(&f, MAFH_OP_STREAM_CLOSE);
+	give_relay_event(&f, 1, "{\"event\":\"exit\",\"size\":1}\n0");
+	finish_normally(&f, "");
+	assert_int_equal(mafh_run_result(f.run)->status, MAFH_RUN_EXITED);
 	teardown_run(&f);
 }
 
@@ -1605,6 +1749,8 @@ int main(void)
 		cmocka_unit_test(test_wait_garbage),
 		cmocka_unit_test(test_relay_transport),
 		cmocka_unit_test(test_relay_fallback),
+		cmocka_unit_test(test_stream_transport),
+		cmocka_unit_test(test_stream_fallback),
 		cmocka_unit_test(test_wait_target),
 		cmocka_unit_test(test_keep_and_argv),
 		cmocka_unit_test(test_driver),
