@@ -52,6 +52,11 @@ void mafh__local_wait_free(struct mafh__local_wait *w);
 int mafh__local_wait_change(struct mafh__local_wait *w, const char *dir,
 			    const char *const *names, int64_t timeout_ms, struct mafh_error *err);
 
+/* In a child just forked: argv exec'd with in_fd (or /dev/null when < 0), out_fd and err_fd
+ * as its stdio, nothing else of ours open, the signal mask empty, in a process group of its
+ * own. Never returns (exit 125, 126 or 127 when the exec fails). */
+void mafh__local_child(const char *const *argv, int in_fd, int out_fd, int err_fd)
+	__attribute__((noreturn));
 /* ops.stream_*: the stream is a struct of local_stream.c's. */
 int mafh__local_stream_open(const char *const *argv, void **stream, struct mafh_error *err);
 int mafh__local_stream_write(void *stream, const void *data, size_t len, int64_t timeout_ms,

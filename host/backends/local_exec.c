@@ -55,13 +55,13 @@ static int sink_read(struct sink *s)
 	return 1;
 }
 
-static void child_exec(const char *const *argv, int out_fd, int err_fd)
+void mafh__local_child(const char *const *argv, int in_fd, int out_fd, int err_fd)
 {
 	sigset_t all;
-	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	int in = in_fd >= 0 ? in_fd : open("/dev/null", O_RDONLY | O_CLOEXEC);
 	const char *msg;
 
-	if (null < 0 || dup2(null, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0)
+	if (in < 0 || dup2(in, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0)
 		_exit(125);
 	/* Nothing of the host beyond stdio reaches the launcher. */
 	syscall(SYS_close_range, 3u, ~0u, 0u);
@@ -97,7 +97,7 @@ int mafh__local_exec(const char *const *argv, int64_t timeout_ms, size_t out_cap
 		goto fail_errno;
 	}
 	if (pid == 0)
-		child_exec(argv, opipe[1], epipe[1]);
+		mafh__local_child(argv, -1, opipe[1], epipe[1]);
 	setpgid(pid, pid);	/* both sides, so a timeout's kill(-pid) never races it */
 	close(opipe[1]);
 	close(epipe[1]);

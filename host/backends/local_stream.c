@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,22 +26,6 @@ struct local_stream {
 	size_t errlen;
 	char name[64];                 /* argv[0], for sentences */
 };
-
-static void child(const char *const *argv, int in, int out, int err)
-{
-	sigset_t none;
-
-	if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
-		_exit(125);
-	syscall(SYS_close_range, 3u, ~0u, 0u);
-	signal(SIGPIPE, SIG_DFL);
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	setpgid(0, 0);
-	execvp(argv[0], (char *const *)argv);
-	dprintf(2, "%s: %s\n", argv[0], errno == ENOENT ? "command not found" : "cannot execute");
-	_exit(errno == ENOENT ? 127 : 126);
-}
 
 /* Takes what stderr holds now, keeping the first STDERR_KEEP bytes. */
 static void drain_stderr(struct local_stream *s)
@@ -109,7 +92,7 @@ int mafh__local_stream_open(const char *const *argv, void **out, struct mafh_err
 	if (s->pid < 0)
 		goto fail;
 	if (s->pid == 0)
-		child(argv, in[0], o[1], e[1]);
+		mafh__local_child(argv, in[0], o[1], e[1]);
 	setpgid(s->pid, s->pid);
 	close(in[0]);
 	close(o[1]);
