@@ -3,10 +3,10 @@
  *
  * The pieces, in the order a host uses them:
  *   - a backend (struct mafh_backend_ops, mafh_backend_new): a table of functions (exec,
- *     write_file, read_file, stat, optionally wait_change) plus a context pointer, with the
- *     capabilities it declares. Built in: local (this machine), docker (a container,
- *     through the Docker engine's API) and a latency-injecting wrapper that simulates a
- *     remote backend.
+ *     write_file, read_file, stat, optionally wait_change and the four of a stream) plus a
+ *     context pointer, with the capabilities it declares. Built in: local (this machine),
+ *     docker (a container, through the Docker engine's API) and a latency-injecting
+ *     wrapper that simulates a remote backend.
  *   - a registry of tools (mafh_registry_*): names, declared parameters, callbacks, limits.
  *   - a run (mafh_run_*): a sans-I/O state machine that hands out the operations it needs
  *     (mafh_run_next_op) and takes their results (mafh_run_op_result), and a blocking driver
@@ -263,10 +263,11 @@ MAFH_API void mafh_backend_stream_close(struct mafh_backend *b, void *stream);
  *     on), or a look every few milliseconds where inotify is unavailable.
  *   stream_*: fork and execvp of argv with stdin, stdout and stderr on pipes; closing ends
  *     its stdin, waits a second for it to end, then kills its process group.
- * Caps: all of MAFH_CAP_* (so the auto transport is the stream). Errors carry the errno of the system call that failed (a symlink
- * on the way: ELOOP, or ENOTDIR where the kernel lacks openat2); MAFH_EINVAL a bad argument
- * (a relative path, a "..", a name too long). launcher_path is copied (NULL: "maf-launch"
- * through PATH). The caller frees *out with mafh_backend_free. */
+ * Caps: all of MAFH_CAP_* (so the auto transport is the stream). Errors carry the errno of
+ * the system call that failed (a symlink on the way: ELOOP, or ENOTDIR where the kernel lacks
+ * openat2); MAFH_EINVAL a bad argument (a relative path, a "..", a name too long).
+ * launcher_path is copied (NULL: "maf-launch" through PATH). The caller frees *out with
+ * mafh_backend_free. */
 MAFH_API int mafh_backend_local_new(const char *launcher_path, struct mafh_backend **out);
 
 /* A wrapper that sleeps latency_ms before every operation of inner, one operation at a time,
