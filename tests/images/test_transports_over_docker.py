@@ -12,7 +12,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 
 from test_host_over_docker import host_run, left_in  # noqa: E402
-from transport_cases import (CASES, PROGRAMS, TRANSPORTS, agree, calls, host_tool,  # noqa: E402
+from transport_cases import (CASES, PROGRAMS, TRANSPORTS, agree, host_tool,  # noqa: E402
                              output_lines)
 
 
@@ -51,8 +51,7 @@ def test_a_stream_killed_mid_call_over_docker_falls_back(containers, tmp_path, k
     count = tmp_path / "count"
     proc, rep = host_run("--backend", f"docker:{c.name}", "--transport", "stream", "--tool",
                          "count=" + host_tool("tool_count.py", count, kill_at),
-                         PROGRAMS / "calls.py", "--",
-                         calls(*[("count", {"i": i}) for i in range(6)]))
+                         PROGRAMS / "count_calls.py", "--", 6)
     assert rep is not None, proc.stderr
     assert rep["status"] == "exited" and rep["exit_code"] == 0, rep
     assert output_lines(rep)[:6] == [{"value": {"i": i, "n": i + 1}} for i in range(6)]

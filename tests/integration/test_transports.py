@@ -7,7 +7,7 @@ checked too; a stream killed mid-call falls back to relay with no call lost or m
 import pytest
 
 from conftest import host_run
-from transport_cases import CASES, TRANSPORTS, agree, calls, host_tool, output_lines
+from transport_cases import CASES, TRANSPORTS, agree, host_tool, output_lines
 
 
 def run_all(case):
@@ -52,9 +52,8 @@ def test_a_stream_killed_mid_call_falls_back_with_no_call_lost_or_made_twice(hos
     # The tool kills `maf-launch serve` on its kill_at-th call, before it answers: the
     # answer then goes out on a stream that is gone, and the run goes on with relay.
     count = tmp_path / "count"
-    proc, rep = host_run("calls.py", "--transport", "stream", "--tool",
-                         "count=" + host_tool("tool_count.py", count, kill_at),
-                         args=[calls(*[("count", {"i": i}) for i in range(6)])])
+    proc, rep = host_run("count_calls.py", "--transport", "stream", "--tool",
+                         "count=" + host_tool("tool_count.py", count, kill_at), args=[6])
     assert rep is not None, proc.stderr
     assert rep["status"] == "exited" and rep["exit_code"] == 0, rep
     assert output_lines(rep)[:6] == [{"value": {"i": i, "n": i + 1}} for i in range(6)]
