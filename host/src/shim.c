@@ -1,5 +1,5 @@
 /* The guest shim maf_host_tools.py, generated from a registry. It implements maf-sandbox's
- * shim semantics exactly (MAF-TRANSPORT.md, "A host-tool call, guest side"), so a program
+ * shim semantics exactly (shared/PROTOCOL.md, "Host-tool calls (upstream)"), so a program
  * written against upstream's module runs unchanged. */
 #include <stdio.h>
 #include <stdlib.h>
