@@ -146,31 +146,6 @@ struct exec_sinks {
 	int nomem, unframed;
 };
 
-/* Appends what fits under cap to a growing buffer, dropping the rest. */
-static int append(char **buf, size_t *len, size_t *size, size_t cap, const char *p, size_t n)
-{
-	if (*len >= cap)
-		return 0;
-	if (n > cap - *len)
-		n = cap - *len;
-	if (*len + n + 1 > *size) {
-		size_t ns = *size ? *size : 4096;
-		char *nb;
-
-		while (ns < *len + n + 1)
-			ns *= 2;
-		nb = realloc(*buf, ns);
-		if (!nb)
-			return -1;
-		*buf = nb;
-		*size = ns;
-	}
-	memcpy(*buf + *len, p, n);
-	*len += n;
-	(*buf)[*len] = '\0';
-	return 0;
-}
-
 static int exec_sink(void *ud, enum docker_stream stream, const char *p, size_t n)
 {
 	struct exec_sinks *s = ud;
@@ -178,7 +153,7 @@ static int exec_sink(void *ud, enum docker_stream stream, const char *p, size_t 
 
 	switch (stream) {
 	case DOCKER_STDERR:
-		if (append(&s->err, &s->err_len, &s->err_size, ERR_CAP, p, n) < 0)
+		if (mafh__append(&s->err, &s->err_len, &s->err_size, ERR_CAP, p, n) < 0)
 			goto nomem;
 		return 0;
 	case DOCKER_SYSTEMERR:
@@ -191,7 +166,7 @@ static int exec_sink(void *ud, enum docker_stream stream, const char *p, size_t 
 		k = n < sizeof(s->head) - s->head_len ? n : sizeof(s->head) - s->head_len;
 		memcpy(s->head + s->head_len, p, k);
 		s->head_len += k;
-		if (append(&s->out, &s->out_len, &s->out_size, s->out_cap, p, n) < 0)
+		if (mafh__append(&s->out, &s->out_len, &s->out_size, s->out_cap, p, n) < 0)
 			goto nomem;
 		return 0;
 	}
@@ -532,7 +507,7 @@ static int read_sink(void *ud, const char *p, size_t n)
 		s->truncated = 1;
 		n = s->limit - s->len;
 	}
-	if (append(&s->tar, &s->len, &s->size, s->limit, p, n) < 0) {
+	if (mafh__append(&s->tar, &s->len, &s->size, s->limit, p, n) < 0) {
 		s->nomem = 1;
 		return -1;
 	}

@@ -72,19 +72,10 @@ static int sink(void *ud, enum docker_stream stream, const char *p, size_t n)
 	struct docker_hijack *h = ud;
 
 	if (stream == DOCKER_STDOUT) {
-		if (h->out_len + n > h->out_size) {
-			size_t size = h->out_len + n + 65536;
-			char *b = realloc(h->out, size);
-
-			if (!b) {
-				h->nomem = 1;
-				return -1;
-			}
-			h->out = b;
-			h->out_size = size;
+		if (mafh__append(&h->out, &h->out_len, &h->out_size, SIZE_MAX, p, n) < 0) {
+			h->nomem = 1;
+			return -1;
 		}
-		memcpy(h->out + h->out_len, p, n);
-		h->out_len += n;
 	} else if (h->errlen < STDERR_KEEP) {
 		size_t k = n < STDERR_KEEP - h->errlen ? n : STDERR_KEEP - h->errlen;
 

@@ -145,23 +145,10 @@ static int keep(struct xfer *x, const char *p, size_t n, size_t cap)
 		n = cap - r->body_len;
 		r->reply_cut = 1;
 	}
-	if (r->body_len + n + 1 > x->body_size) {
-		size_t ns = x->body_size ? x->body_size : 1024;
-		char *nb;
-
-		while (ns < r->body_len + n + 1)
-			ns *= 2;
-		nb = realloc(r->body, ns);
-		if (!nb) {
-			x->nomem = 1;
-			return -1;
-		}
-		r->body = nb;
-		x->body_size = ns;
+	if (mafh__append(&r->body, &r->body_len, &x->body_size, SIZE_MAX, p, n) < 0) {
+		x->nomem = 1;
+		return -1;
 	}
-	memcpy(r->body + r->body_len, p, n);
-	r->body_len += n;
-	r->body[r->body_len] = '\0';
 	return r->reply_cut ? -1 : 0;
 }
 

@@ -24,22 +24,10 @@ static la_ssize_t mem_write(struct archive *a, void *ud, const void *buf, size_t
 	struct membuf *m = ud;
 
 	(void)a;
-	if (m->len + n > m->size) {
-		size_t ns = m->size ? m->size : 4096;
-		char *np;
-
-		while (ns < m->len + n)
-			ns *= 2;
-		np = realloc(m->p, ns);
-		if (!np) {
-			m->nomem = 1;
-			return -1;
-		}
-		m->p = np;
-		m->size = ns;
+	if (mafh__append(&m->p, &m->len, &m->size, SIZE_MAX, buf, n) < 0) {
+		m->nomem = 1;
+		return -1;
 	}
-	memcpy(m->p + m->len, buf, n);
-	m->len += n;
 	return (la_ssize_t)n;
 }
 

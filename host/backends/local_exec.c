@@ -33,25 +33,8 @@ static int sink_read(struct sink *s)
 		return (errno == EINTR || errno == EAGAIN) ? 2 : -1;
 	if (n == 0)
 		return 0;
-	if (s->len < s->cap) {
-		size_t keep = (size_t)n < s->cap - s->len ? (size_t)n : s->cap - s->len;
-
-		if (s->len + keep + 1 > s->size) {
-			size_t ns = s->size ? s->size : 4096;
-			char *nb;
-
-			while (ns < s->len + keep + 1)
-				ns *= 2;
-			nb = realloc(s->buf, ns);
-			if (!nb)
-				return -1;
-			s->buf = nb;
-			s->size = ns;
-		}
-		memcpy(s->buf + s->len, tmp, keep);
-		s->len += keep;
-		s->buf[s->len] = '\0';
-	}
+	if (mafh__append(&s->buf, &s->len, &s->size, s->cap, tmp, (size_t)n) < 0)
+		return -1;
 	return 1;
 }
 

@@ -1,6 +1,7 @@
 /* Error codes, sentences and small helpers shared by every file. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -101,4 +102,30 @@ void mafh__sleep_until_ms(int64_t until_ms)
 	ts.tv_nsec = (until_ms % 1000) * 1000000;
 	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
 		;
+}
+
+int mafh__append(char **buf, size_t *len, size_t *size, size_t cap, const void *p, size_t n)
+{
+	if (*len >= cap)
+		return 0;
+	if (n > cap - *len)
+		n = cap - *len;
+	if (*len + n + 1 > *size) {
+		size_t ns = *size ? *size : 4096;
+		char *nb;
+
+		while (ns < *len + n + 1)
+			ns *= 2;
+		nb = realloc(*buf, ns);
+		if (!nb) {
+			errno = ENOMEM;
+			return -1;
+		}
+		*buf = nb;
+		*size = ns;
+	}
+	memcpy(*buf + *len, p, n);
+	*len += n;
+	(*buf)[*len] = '\0';
+	return 0;
 }

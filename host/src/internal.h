@@ -61,6 +61,11 @@ int mafh__run_stop_requested(const struct mafh_run *run);
 /* Where the blocking driver keeps the run's stream (closed by mafh_run_free if still open). */
 void **mafh__run_stream_slot(struct mafh_run *run);
 
+/* Appends p[0..n) to the malloc'd buffer *buf (*len bytes used of *size), growing it by
+ * doubling and keeping a NUL after the bytes; what would pass cap bytes is dropped (SIZE_MAX:
+ * no cap). 0, or -1 with errno ENOMEM (the buffer as it was). */
+int mafh__append(char **buf, size_t *len, size_t *size, size_t cap, const void *p, size_t n);
+
 /* Monotonic milliseconds (CLOCK_MONOTONIC). */
 int64_t mafh__now_ms(void);
 /* Sleeps until the monotonic time until_ms (EINTR resumed). */

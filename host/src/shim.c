@@ -35,25 +35,8 @@ struct buf {
 
 static void put(struct buf *b, const char *s, size_t n)
 {
-	if (b->failed)
-		return;
-	if (b->len + n + 1 > b->cap) {
-		size_t nc = b->cap ? b->cap : 4096;
-		char *np;
-
-		while (nc < b->len + n + 1)
-			nc *= 2;
-		np = realloc(b->p, nc);
-		if (!np) {
-			b->failed = 1;
-			return;
-		}
-		b->p = np;
-		b->cap = nc;
-	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
+	if (!b->failed && mafh__append(&b->p, &b->len, &b->cap, SIZE_MAX, s, n) < 0)
+		b->failed = 1;
 }
 
 static void puts_(struct buf *b, const char *s)
