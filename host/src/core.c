@@ -1193,22 +1193,13 @@ static void take_stream_recv(struct mafh_run *run, const struct mafh_op_result *
 			stream_broken(run, MAFH_EPROTO, "it printed more than an event holds");
 			return;
 		}
-		if (run->slen + res->stream_len > run->scap) {
-			size_t cap = run->slen + res->stream_len + STREAM_READ_CAP;
-			char *b = realloc(run->sbuf, cap);
-
-			if (!b) {
-				end_run(run, MAFH_RUN_ERROR, MAFH_ENOMEM, "out of memory reading the "
-					"stream");
-				return;
-			}
-			run->sbuf = b;
-			run->scap = cap;
+		if (mafh__append(&run->sbuf, &run->slen, &run->scap, SIZE_MAX, res->stream_data,
+				 res->stream_len) < 0) {
+			end_run(run, MAFH_RUN_ERROR, MAFH_ENOMEM, "out of memory reading the stream");
+			return;
 		}
-		memcpy(run->sbuf + run->slen, res->stream_data, res->stream_len);
-		run->slen += res->stream_len;
 	}
-	n = run->slen ? mafh__stream_event_len(run->sbuf, run->slen, max_body) : 0;
+	n = run->slen ? mafh__stream_event_len(run->sbuf, run->slen, max_body, &ev) : 0;
 	if (n < 0 || (n > 0 && (size_t)n != run->slen)) {
 		/* serve prints one event a frame, and only then. */
 		stream_broken(run, MAFH_EPROTO, "it printed what is not one event");
@@ -1223,10 +1214,6 @@ static void take_stream_recv(struct mafh_run *run, const struct mafh_op_result *
 	}
 	run->slen = 0;
 	run->stream_sent = 0;
-	if (mafh__wait_event_parse(run->sbuf, (size_t)n, &ev) != 0) {
-		stream_broken(run, MAFH_EPROTO, "it printed what is not one event");
-		return;
-	}
 	if (run->stream_carried) {
 		/* The event means the answer is in place. */
 		run->stream_carried = 0;

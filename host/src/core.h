@@ -134,10 +134,12 @@ int mafh__wait_event_parse(const char *out, size_t len, struct mafh__wait_event 
  * gives is the body's length. */
 int mafh__wait_event_whole(const struct mafh__wait_event *ev);
 /* The first event of `maf-launch serve` in buf[0..len), a stream of them: its length (the
- * head line and the bytes it says follow), 0 while it is not all there, or -1 when the
- * bytes cannot be an event (no head line within 256 bytes, a head that does not parse, a
- * size that is not a whole number from 0 to max_body). */
-long mafh__stream_event_len(const char *buf, size_t len, uint64_t max_body);
+ * head line and the bytes it says follow) with *ev, as mafh__wait_event_parse gives it for
+ * those bytes, 0 while it is not all there, or -1 when the bytes cannot be an event (no
+ * head line within 256 bytes, a head that does not parse, a size that is not a whole number
+ * from 0 to max_body). *ev is meaningful only with a length. */
+long mafh__stream_event_len(const char *buf, size_t len, uint64_t max_body,
+			    struct mafh__wait_event *ev);
 
 /* ---- answer.c ----------------------------------------------------------------------------- */
 

@@ -89,25 +89,27 @@ int mafh__wait_event_whole(const struct mafh__wait_event *ev)
 	return !ev->unreadable && !ev->oversized && ev->size == (double)ev->body_len;
 }
 
-long mafh__stream_event_len(const char *buf, size_t len, uint64_t max_body)
+long mafh__stream_event_len(const char *buf, size_t len, uint64_t max_body,
+			    struct mafh__wait_event *ev)
 {
 	const char *nl = memchr(buf, '\n', len < WAIT_HEAD_MAX + 1 ? len : WAIT_HEAD_MAX + 1);
-	struct mafh__wait_event ev;
-	size_t head;
+	size_t head, body = 0;
 
 	if (!nl)
 		return len > WAIT_HEAD_MAX ? -1 : 0;
 	head = (size_t)(nl - buf) + 1;
-	if (mafh__wait_event_parse(buf, head, &ev) != 0)
+	if (mafh__wait_event_parse(buf, head, ev) != 0)
 		return -1;
 	/* Bytes follow only an event that names a file it read. */
-	if (ev.kind != MAFH__WAIT_REQUEST && ev.kind != MAFH__WAIT_EXIT)
-		return (long)head;
-	if (ev.unreadable || ev.oversized)
-		return (long)head;
-	if (ev.size < 0 || ev.size > (double)max_body || ev.size != (double)(uint64_t)ev.size)
-		return -1;
-	if (len - head < (uint64_t)ev.size)
-		return 0;
-	return (long)(head + (uint64_t)ev.size);
+	if ((ev->kind == MAFH__WAIT_REQUEST || ev->kind == MAFH__WAIT_EXIT) && !ev->unreadable &&
+	    !ev->oversized) {
+		if (ev->size < 0 || ev->size > (double)max_body ||
+		    ev->size != (double)(uint64_t)ev->size)
+			return -1;
+		if (len - head < (uint64_t)ev->size)
+			return 0;
+		body = (size_t)ev->size;
+	}
+	ev->body_len = body;
+	return (long)(head + body);
 }
