@@ -12,9 +12,13 @@ import subprocess
 import tarfile
 import time
 import uuid
+import sys
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
+from pidns import processes_beside  # noqa: E402
 
 BUILD = Path(os.environ.get("MAF_BUILD", Path(__file__).resolve().parents[2] / "build"))
 LAUNCHER = BUILD / "maf-launch"
@@ -154,22 +158,7 @@ class Container:
         """{pid: (state, command line)} of every process in the container but its init, read
         from this machine's /proc: those in the pid namespace of the container's init."""
         init = int(self.state("Pid"))
-        ns = os.readlink(f"/proc/{init}/ns/pid")
-        out = {}
-        for d in os.listdir("/proc"):
-            if not d.isdigit() or int(d) == init:
-                continue
-            try:
-                if os.readlink(f"/proc/{d}/ns/pid") != ns:
-                    continue
-                with open(f"/proc/{d}/stat") as f:
-                    state = f.read().rsplit(")", 1)[1].split()[0]
-                with open(f"/proc/{d}/cmdline", "rb") as f:
-                    cmd = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
-            except (FileNotFoundError, ProcessLookupError, PermissionError):
-                continue  # gone, or not one of ours (so not in the container)
-            out[int(d)] = (state, cmd)
-        return out
+        return processes_beside(init, os.readlink(f"/proc/{init}/ns/pid"))
 
     def only_init_left(self, timeout=30.0):
         """Waits until the container's init is its only process (a zombie nobody reaps

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import HOST_TOOLS, LAUNCHER, exit_record, probe, wait_exit
+from pidns import processes_beside
 
 PYTHON = sys.executable
 
@@ -58,21 +59,7 @@ class Init:
     def processes(self):
         """{pid outside: (state, command line)} of every process in init's namespace but
         init."""
-        out = {}
-        for d in os.listdir("/proc"):
-            if not d.isdigit() or int(d) == self.pid:
-                continue
-            try:
-                if os.readlink(f"/proc/{d}/ns/pid") != self.ns:
-                    continue
-                with open(f"/proc/{d}/stat") as f:
-                    state = f.read().rsplit(")", 1)[1].split()[0]
-                with open(f"/proc/{d}/cmdline", "rb") as f:
-                    cmd = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
-            except (FileNotFoundError, ProcessLookupError, PermissionError):
-                continue  # gone, or not one of ours (so not in init's namespace)
-            out[int(d)] = (state, cmd)
-        return out
+        return processes_beside(self.pid, self.ns)
 
     def signal(self, sig):
         os.kill(self.pid, sig)
