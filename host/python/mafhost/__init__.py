@@ -1,0 +1,39 @@
+"""mafhost: serve the host-tool calls of programs run in a sandbox by maf-launch, from
+asyncio, through libmafhost.
+
+    import asyncio, mafhost
+
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    async def main():
+        result = await mafhost.run(mafhost.LocalSandbox(), PROGRAM, tools=[add], timeout=30)
+        print(result.exit_code, result.calls, result.output)
+
+    asyncio.run(main())
+
+The backend is any object with maf-sandbox's sandbox surface (see mafhost.sandbox), or one
+of this package's: LocalSandbox (this machine) and DockerSandbox (a running container)."""
+from ._abi import Library, load, unload
+from ._run import Event, ExitRecord, RunResult, run
+from ._tools import Limits, Param, Tool, tool
+from .errors import (BackendError, ConfigError, FileTooLarge, LaunchFailed, LibraryError,
+                     MafhostError, Refusal, RunError, RunLost, RunTimeout)
+from .local import LocalSandbox
+from .sandbox import ExecResult, FileEntry
+
+__version__ = "0.2.0"
+
+
+def __getattr__(name):
+    # DockerSandbox is imported when first named.
+    if name == "DockerSandbox":
+        from .docker import DockerSandbox
+        return DockerSandbox
+    raise AttributeError(f"module 'mafhost' has no attribute {name!r}")
+
+
+__all__ = ["run", "Tool", "tool", "Param", "Limits", "RunResult", "ExitRecord", "Event",
+           "LocalSandbox", "DockerSandbox", "ExecResult", "FileEntry", "Library", "load",
+           "unload", "MafhostError", "LibraryError", "ConfigError", "RunError", "RunTimeout",
+           "RunLost", "LaunchFailed", "BackendError", "Refusal", "FileTooLarge"]

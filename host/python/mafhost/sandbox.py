@@ -1,0 +1,80 @@
+"""The sandbox surface mafhost drives, and the values it exchanges.
+
+A backend is any object with maf-sandbox's sandbox surface (nothing to inherit, nothing to
+register):
+
+    async exec(command: str | Sequence[str], *, working_directory: str, timeout: float)
+        -> an object with stdout: str, stderr: str, exit_code: int
+    async write_file(path, content: str | bytes, *, working_directory)  # parents created
+    async read_file(path, *, working_directory, max_bytes) -> bytes     # refuses past it
+    async stat_file(path, *, working_directory) -> None | an object with kind ("file",
+        "directory", "symlink", "other") and size_bytes
+
+Paths are POSIX and relative to working_directory; mafhost always passes "/" and the path
+from the root. It passes exec a list (an argv, never a shell command line).
+
+Optional, looked up by name:
+    launcher_path: str                       # maf-launch in the sandbox (default: PATH's)
+    async open_stream(argv: Sequence[str]) -> Stream
+        # an exec whose stdin and stdout stay open: enables the stream transport, no
+        # backend operation a call
+The backends of this package (LocalSandbox, DockerSandbox) have both.
+"""
+from dataclasses import dataclass
+from typing import Optional, Protocol, Sequence, Union, runtime_checkable
+
+FILE = "file"
+DIRECTORY = "directory"
+SYMLINK = "symlink"
+OTHER = "other"
+KINDS = (FILE, DIRECTORY, SYMLINK, OTHER)
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """What exec returns: the command's output, decoded as UTF-8 with replacement, and its
+    exit code (0..255, 128+N for signal N; -1 when it could not be waited for)."""
+    stdout: str
+    stderr: str
+    exit_code: int
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """What stat_file returns for a path that exists (never following a last symlink)."""
+    kind: str
+    size_bytes: int
+
+
+@runtime_checkable
+class Stream(Protocol):
+    """A command started with its stdin and stdout attached (open_stream)."""
+
+    async def write(self, data: bytes) -> None:
+        """Writes all of data to its stdin; BrokenPipeError (or ConnectionError) once it is
+        gone."""
+
+    async def read(self, max_bytes: int) -> bytes:
+        """Waits for bytes of its stdout: 1..max_bytes of them, or b"" once stdout has
+        ended. mafhost never cancels a read it started: it waits on it again."""
+
+    async def close(self) -> None:
+        """Ends it: stdin closed, a moment to end, then killed. Never raises."""
+
+    @property
+    def stderr_text(self) -> str:
+        """What the command wrote to stderr so far (the first 4 KiB), for a sentence."""
+
+
+@runtime_checkable
+class Sandbox(Protocol):
+    async def exec(self, command: Union[str, Sequence[str]], *, working_directory: str,
+                   timeout: float): ...
+
+    async def write_file(self, path: str, content: Union[str, bytes], *,
+                         working_directory: str) -> None: ...
+
+    async def read_file(self, path: str, *, working_directory: str,
+                        max_bytes: int) -> bytes: ...
+
+    async def stat_file(self, path: str, *, working_directory: str) -> Optional[FileEntry]: ...

@@ -1,0 +1,70 @@
+"""Fixtures for the Python package's tests: mafhost from host/python, over the library and
+launcher of this build, run as the user runs it (root on the local backend, where
+maf-launch is the only boundary)."""
+import asyncio
+import os
+import shutil
+import stat
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "host" / "python"))
+sys.path.insert(0, str(ROOT / "tests" / "integration"))
+
+import mafhost  # noqa: E402
+
+BUILD_TREE = Path(os.environ.get("MAF_BUILD", ROOT / "build"))
+LIBRARY = BUILD_TREE / "libmafhost.so.0.2.0"
+
+
+def _open_to_all(path):
+    return all(os.stat(d).st_mode & stat.S_IXOTH for d in [path, *path.parents])
+
+
+def _public(path):
+    """path where the run's own identity can reach it: a build tree in a clone under a
+    private (0700) directory is copied once to a directory any user may pass."""
+    if _open_to_all(path.parent):
+        return path
+    pub = Path(tempfile.mkdtemp(prefix="mafhost-test-build-"))
+    pub.chmod(0o755)
+    shutil.copy2(path, pub / path.name)
+    return pub / path.name
+
+
+LAUNCHER = _public(BUILD_TREE / "maf-launch")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _library():
+    assert LIBRARY.exists(), f"{LIBRARY} is not built (run make)"
+    assert LAUNCHER.exists(), f"{LAUNCHER} is not built (run make)"
+    mafhost.load(str(LIBRARY))
+    yield
+
+
+@pytest.fixture(scope="session")
+def run_base():
+    """Where run directories go: a directory of its own under /tmp that every user may
+    pass (a run's identity must reach its run directory), removed at the end, which must
+    find it empty: every run reclaims its own."""
+    base = Path(tempfile.mkdtemp(prefix="mafhost-tests-", dir="/tmp"))
+    base.chmod(0o711)
+    yield base
+    left = sorted(p.name for p in base.iterdir())
+    shutil.rmtree(base, ignore_errors=True)
+    assert not left, f"run directories left behind: {left}"
+
+
+@pytest.fixture
+def local(run_base):
+    return mafhost.LocalSandbox(launcher_path=str(LAUNCHER), tmpdir=str(run_base))
+
+
+def arun(coro, timeout=120):
+    """Runs coro on a fresh event loop, with a safety net."""
+    return asyncio.run(asyncio.wait_for(coro, timeout))

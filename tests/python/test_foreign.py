@@ -1,0 +1,82 @@
+"""mafhost over a sandbox object that knows nothing of it (foreign.py): the surface alone,
+so the relay transport (no stream); and a backend whose exec raises."""
+import asyncio
+import os
+
+import pytest
+
+import mafhost
+import programs
+from conftest import LAUNCHER, arun
+from foreign import ExecRaises, PlainLocalSandbox
+
+
+def add(a: int, b: int) -> int:
+    return a + b
+
+
+async def aadd(a: int, b: int) -> int:
+    await asyncio.sleep(0)
+    return a + b
+
+
+PROG = '''
+from maf_host_tools import call
+print(call("add", a=1, b=2), call("aadd", a=3, b=4))
+'''
+
+
+def test_a_foreign_sandbox_object_serves_sync_and_async_tools(run_base):
+    sb = PlainLocalSandbox()
+    run_dir = str(run_base / "foreign-1")
+    r = arun(mafhost.run(sb, PROG, tools=[add, aadd], timeout=30, launcher=str(LAUNCHER),
+                         run_dir=run_dir))
+    assert r.output == "3 7\n" and r.calls == 2 and r.exit_code == 0
+    assert r.transport == "relay"  # exec blocks, but there is no stream
+    assert set(sb.calls) <= {"exec", "write_file", "read_file", "stat_file"}
+    assert r.backend_operations == {k: sb.calls.count(k) for k in set(sb.calls)}
+    assert not os.path.exists(run_dir)
+
+
+@pytest.mark.parametrize("transport", ["files", "wait", "relay"])
+def test_a_foreign_sandbox_object_with_each_transport(run_base, transport):
+    sb = PlainLocalSandbox()
+    r = arun(mafhost.run(sb, programs.calls(4), tools=[add], timeout=30, transport=transport,
+                         launcher=str(LAUNCHER), run_dir=str(run_base / f"foreign-{transport}")))
+    assert r.output == f"total {programs.total(4)}\n" and r.calls == 4
+    with pytest.raises(mafhost.ConfigError, match="STREAM.*PlainLocalSandbox has no open_stream"):
+        arun(mafhost.run(sb, "", transport="stream", launcher=str(LAUNCHER),
+                         run_dir=str(run_base / "never")))
+
+
+def test_a_run_directory_is_named_for_a_foreign_sandbox_when_none_is_given():
+    sb = PlainLocalSandbox()
+    r = arun(mafhost.run(sb, "print('hi')", timeout=30, launcher=str(LAUNCHER)))
+    assert r.output == "hi\n" and r.run_dir.startswith("/tmp/mafhost-")
+    assert not os.path.exists(r.run_dir)
+
+
+def test_a_backend_whose_exec_raises_raises_backend_error(run_base):
+    sb = ExecRaises()
+    run_dir = run_base / "raises"
+    events = []
+    with pytest.raises(mafhost.BackendError) as ei:
+        arun(mafhost.run(sb, PROG, tools=[add, aadd], timeout=30, launcher=str(LAUNCHER),
+                         run_dir=str(run_dir), on_event=events.append))
+    assert "control plane went away" in str(ei.value)
+    r = ei.value.result
+    assert r.status == "error" and r.calls == 0
+    assert any(e.kind == "error" and "control plane" in e.message for e in events)
+    assert events[-1].kind == "run_ended"
+    # Nothing could be reclaimed without exec: what the host wrote is there, named.
+    assert (run_dir / "host_tools" / "program.py").exists()
+    import shutil
+    shutil.rmtree(run_dir)
+
+
+def test_an_object_without_the_surface_is_refused():
+    class Half:
+        async def exec(self, command, *, working_directory, timeout):
+            raise AssertionError("never called")
+    with pytest.raises(mafhost.ConfigError, match="write_file"):
+        arun(mafhost.run(Half(), "print(1)"))
