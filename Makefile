@@ -15,6 +15,10 @@ DESTDIR ?=
 BINDIR ?= $(PREFIX)/bin
 LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
+# Where make install puts the Python package: on the interpreter's path for /usr (Debian's
+# dist-packages) and /usr/local; for another PREFIX, name it in PYTHONPATH.
+PYTHON_VERSION = $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+PYTHONDIR ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/python3/dist-packages,$(PREFIX)/lib/python$(PYTHON_VERSION)/dist-packages)
 
 WARN := -Wall -Wextra -Werror
 HARDEN := -D_FORTIFY_SOURCE=2 -fstack-protector-strong
@@ -69,7 +73,7 @@ PROBE_BIN := $(patsubst tests/probes/%.c,$(BUILD)/probes/%,$(PROBE_SRC))
 
 TP_STAMP := $(TP)/.stamp
 
-.PHONY: all deps setup test unit integration hostile docker asan fuzz bench-launch bench-calls \
+.PHONY: all deps setup test unit integration hostile docker python asan fuzz bench-launch bench-calls \
 	bench-docker bench-transports demo demo-docker clean size probes install install-check shim-check
 .DELETE_ON_ERROR:
 
@@ -205,6 +209,12 @@ $(DOCKER_OPS): tests/docker/docker_ops.c $(BUILD)/libmafhost-internal.a
 docker: all $(PROBE_BIN) $(DOCKER_OPS)
 	MAF_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -p no:cacheprovider tests/docker
 
+# The Python package (host/python) over this build's library and launcher: the local
+# backend, objects with the sandbox surface, and Docker (tests/python; its Docker tests are
+# skipped where no engine answers, unless REQUIRE_DOCKER=1).
+python: all
+	MAF_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -p no:cacheprovider tests/python
+
 # The README's test command: set up the machine, build, run every test.
 test: setup
 	$(MAKE) all
@@ -216,6 +226,7 @@ test: setup
 	$(MAKE) hostile
 	$(MAKE) images-test
 	$(MAKE) docker
+	$(MAKE) python
 
 # The same suites with AddressSanitizer and UndefinedBehaviorSanitizer: the launcher is built
 # against glibc for it (sanitizers need a dynamic C library), the host side as usual. The unit
@@ -233,7 +244,9 @@ asan: setup deps
 PC_LIBDIR = $(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))
 PC_INCLUDEDIR = $(patsubst $(PREFIX)/%,$${prefix}/%,$(INCLUDEDIR))
 # make install [PREFIX=/usr/local] [DESTDIR=]: the two programs, the library (static and
-# shared), its header and its pkg-config file. The .pc names PREFIX, without DESTDIR.
+# shared), its header, its pkg-config file and the Python package (PYTHONDIR), whose
+# mafhost/_lib/ links to the library installed. The .pc and the link name PREFIX, without
+# DESTDIR.
 install: $(BUILD)/maf-launch $(BUILD)/maf-host $(BUILD)/libmafhost.a $(BUILD)/$(MAFH_SO)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)
 	install -m 0755 $(BUILD)/maf-launch $(BUILD)/maf-host $(DESTDIR)$(BINDIR)/
@@ -249,6 +262,10 @@ install: $(BUILD)/maf-launch $(BUILD)/maf-host $(BUILD)/libmafhost.a $(BUILD)/$(
 		'Cflags: -I$${includedir}' \
 		'Libs: -L$${libdir} -lmafhost' \
 		'Libs.private: $(MAFH_LIBS)' > $(DESTDIR)$(LIBDIR)/pkgconfig/mafhost.pc
+	install -d $(DESTDIR)$(PYTHONDIR)/mafhost/_lib
+	install -m 0644 host/python/mafhost/*.py host/python/mafhost/py.typed \
+		$(DESTDIR)$(PYTHONDIR)/mafhost/
+	ln -sf $(LIBDIR)/$(MAFH_SONAME) $(DESTDIR)$(PYTHONDIR)/mafhost/_lib/$(MAFH_SONAME)
 
 # Installs into a fresh prefix and builds tests/install/host.c against the installed files
 # alone, statically and shared (tests/install/check.sh).
@@ -256,7 +273,8 @@ install-check: all
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
 	{ $(MAKE) --no-print-directory install PREFIX=$$tmp/prefix > $$tmp/install.log || \
 		{ cat $$tmp/install.log; exit 1; }; } && \
-	CC="$(CC)" sh tests/install/check.sh $$tmp/prefix $$tmp
+	CC="$(CC)" PYTHON="$(PYTHON)" PYTHONDIR=$$tmp/prefix/lib/python$(PYTHON_VERSION)/dist-packages \
+		sh tests/install/check.sh $$tmp/prefix $$tmp
 
 size: $(BUILD)/maf-launch
 	@stat -c '%n: %s bytes' $<

@@ -36,6 +36,13 @@
 #define INOTIFY_IDLE_READS 32
 #define INOTIFY_QUIET_MS 5
 
+/* Without inotify (out of instances or watches: per-user limits, 128 instances by default,
+ * which a host running that many runs at once as one user reaches), the responses awaited
+ * are looked for on a timer: LOOK_MIN_MS after a request, then twice as long each time up to
+ * LOOK_MAX_MS, from LOOK_MIN_MS again at the next request. */
+#define LOOK_MIN_MS 1
+#define LOOK_MAX_MS 32
+
 struct conn {
 	int fd;                 /* -1: slot free */
 	char *in;
@@ -75,7 +82,9 @@ struct channel {
 	int sock_fd;            /* listening at R/host_tools/channel.sock */
 	uint64_t sock_dev, sock_ino;  /* that socket's file, removed at the end if still ours */
 	int proc_fd;            /* /proc, for the peer check; -1: none, the socket serves none */
-	int ino_fd;
+	int ino_fd;             /* -1: no inotify, the timer below instead */
+	long long look_at;      /* without inotify: the next look for responses (ms); 0: none */
+	int look_step;
 	struct conn conns[MAFL_CHANNEL_MAX_CONNS];
 	struct call calls[MAFL_CHANNEL_MAX_INFLIGHT];
 	long next_n;            /* no claim below this one is ours to take */
@@ -289,9 +298,15 @@ static int ensure_calls_dir(struct channel *c)
 	if (c->calls_dir < 0)
 		return -1;
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", c->calls_dir);
-	if (inotify_add_watch(c->ino_fd, path, IN_CLOSE_WRITE | IN_MOVED_TO | IN_ONLYDIR) < 0) {
+	if (c->ino_fd >= 0 &&
+	    inotify_add_watch(c->ino_fd, path, IN_CLOSE_WRITE | IN_MOVED_TO | IN_ONLYDIR) < 0) {
 		int err = errno;
 
+		if (err == ENOSPC) {	/* out of watches: the timer instead */
+			close(c->ino_fd);
+			c->ino_fd = -1;
+			return 0;
+		}
 		close(c->calls_dir);
 		c->calls_dir = -1;
 		errno = err;
@@ -454,8 +469,14 @@ static void handle_call(struct channel *c, int i, const char *line, size_t len)
 	/* No look for the response now: the watch predates the request, so the host's answer
 	 * is an event still to come (and a response the program planted before the request is
 	 * not taken for it). The events our own .part and rename just queued are taken now,
-	 * in one read, rather than by a poll that would return at once for them. */
-	handle_inotify(c, 0);
+	 * in one read, rather than by a poll that would return at once for them. Without
+	 * inotify, the looks begin again at their shortest. */
+	if (c->ino_fd >= 0) {
+		handle_inotify(c, 0);
+	} else {
+		c->look_step = LOOK_MIN_MS;
+		c->look_at = now_ms() + LOOK_MIN_MS;
+	}
 out:
 	cJSON_Delete(root);
 }
@@ -944,7 +965,8 @@ int channel_open(struct channel **out, int host_tools_fd, int listener,
 	c->next_n = 1;
 	c->host_tools = host_tools_fd;
 	c->ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-	if (c->ino_fd < 0)
+	if (c->ino_fd < 0 && errno != EMFILE && errno != ENFILE && errno != ENOMEM &&
+	    errno != ENOSYS)
 		goto fail;
 	/* SOCK_SEQPACKET: each connection request is one message carrying one descriptor, so
 	 * threads and forked processes sharing the inherited end never interleave. */
@@ -968,6 +990,36 @@ fail:
 		close(sv[0]);
 	channel_free(c);
 	return -err;
+}
+
+/* Whether a call still waits for its response to be looked at. */
+static int awaiting(const struct channel *c)
+{
+	int i;
+
+	for (i = 0; i < MAFL_CHANNEL_MAX_INFLIGHT; i++)
+		if (c->calls[i].n && !c->calls[i].due)
+			return 1;
+	return 0;
+}
+
+/* Without inotify: when the timer is due, every call waiting is due for a look (whether
+ * its response was renamed into place is not known: it is not reused). */
+static void look_on_timer(struct channel *c)
+{
+	long long now;
+	int i;
+
+	if (c->ino_fd >= 0 || !c->look_at || (now = now_ms()) < c->look_at)
+		return;
+	for (i = 0; i < MAFL_CHANNEL_MAX_INFLIGHT; i++) {
+		if (c->calls[i].n) {
+			c->calls[i].due = 1;
+			c->calls[i].renamed = 0;
+		}
+	}
+	c->look_step = c->look_step * 2 > LOOK_MAX_MS ? LOOK_MAX_MS : c->look_step * 2;
+	c->look_at = now + c->look_step;
 }
 
 int channel_pollfds(struct channel *c, struct pollfd *pf, int *timeout_ms)
@@ -998,6 +1050,15 @@ int channel_pollfds(struct channel *c, struct pollfd *pf, int *timeout_ms)
 				*timeout_ms = 0;
 		}
 		pf[n++] = (struct pollfd){.fd = k->fd >= 0 ? k->fd : -1, .events = ev};
+	}
+	if (c->ino_fd < 0 && c->look_at && *timeout_ms != 0 && awaiting(c)) {
+		long long wait;
+
+		if (now < 0)
+			now = now_ms();
+		wait = c->look_at > now ? c->look_at - now : 0;
+		if (*timeout_ms < 0 || wait < *timeout_ms)
+			*timeout_ms = (int)wait;
 	}
 	for (i = 0; i < MAFL_CHANNEL_MAX_INFLIGHT && *timeout_ms != 0; i++) {
 		const struct call *k = &c->calls[i];
@@ -1051,6 +1112,7 @@ void channel_handle(struct channel *c, const struct pollfd *pf, int n)
 		accept_conn(c);
 	if (pf[2].revents)
 		accept_stream(c);
+	look_on_timer(c);
 	serve_due(c);
 }
 

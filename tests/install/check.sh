@@ -82,4 +82,14 @@ soname=$(readelf -d "$so" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
 	fail "$so has SONAME '$soname'"
 [ "$(readlink "$libdir/$soname")" = "$(basename "$so")" ] ||
 	fail "$libdir/$soname is not a link to $(basename "$so")"
-echo "install-check: SONAME $soname; ok"
+echo "install-check: SONAME $soname"
+
+# The Python package installed beside it: imported from PYTHONDIR alone, it loads the
+# installed library (through mafhost/_lib/) and serves the same call with the installed
+# launcher.
+out=$(cd "$work" && env -u MAFHOST_LIBRARY -u MAFHOST_LAUNCHER PYTHONPATH="$PYTHONDIR" \
+	PYTHONDONTWRITEBYTECODE=1 "${PYTHON:-python3}" "$here/host.py" "$prefix/bin/maf-launch" \
+	"$here/program.py" "$libdir") || fail "the Python package: host.py exited $? printing: $out"
+[ "$out" = "$(printf '42\ncalls: 1')" ] || fail "the Python package: host.py printed: $out"
+echo "install-check: host.py (mafhost from $PYTHONDIR) printed: $(printf '%s' "$out" | tr '\n' ' ')"
+echo "install-check: ok"
