@@ -74,7 +74,7 @@ PROBE_BIN := $(patsubst tests/probes/%.c,$(BUILD)/probes/%,$(PROBE_SRC))
 TP_STAMP := $(TP)/.stamp
 
 .PHONY: all deps setup test unit integration hostile docker python asan fuzz bench-launch bench-calls \
-	bench-docker bench-transports demo demo-docker clean size probes install install-check shim-check
+	bench-docker bench-transports bench-python demo demo-docker clean size probes install install-check shim-check
 .DELETE_ON_ERROR:
 
 all: $(BUILD)/maf-launch $(BUILD)/libmafhost.a $(BUILD)/$(MAFH_SO) \
@@ -212,8 +212,12 @@ docker: all $(PROBE_BIN) $(DOCKER_OPS)
 # The Python package (host/python) over this build's library and launcher: the local
 # backend, objects with the sandbox surface, and Docker (tests/python; its Docker tests are
 # skipped where no engine answers, unless REQUIRE_DOCKER=1).
+# Under make asan the interpreter is started with the sanitizer's runtime preloaded (it must
+# come first to load the sanitized library); the tests' conftest keeps it from the processes
+# they start.
 python: all
-	MAF_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -p no:cacheprovider tests/python
+	MAF_BUILD=$(abspath $(BUILD)) $(if $(SAN),LD_PRELOAD=$$($(CC) -print-file-name=libasan.so)) \
+		$(PYTHON) -m pytest -q -p no:cacheprovider tests/python
 
 # The README's test command: set up the machine, build, run every test.
 test: setup
@@ -239,7 +243,7 @@ ASAN_MAKE = BUILD=build/asan SAN="$(ASAN_FLAGS)" GUEST_CC="$(CC)" \
 	GUEST_LDFLAGS="$(ASAN_FLAGS)" GUEST_LIBS=-lseccomp
 asan: setup deps
 	$(MAKE) $(ASAN_MAKE) all unit
-	ASAN_OPTIONS=detect_leaks=0 $(MAKE) $(ASAN_MAKE) integration hostile docker
+	ASAN_OPTIONS=detect_leaks=0 $(MAKE) $(ASAN_MAKE) integration hostile docker python
 
 PC_LIBDIR = $(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))
 PC_INCLUDEDIR = $(patsubst $(PREFIX)/%,$${prefix}/%,$(INCLUDEDIR))

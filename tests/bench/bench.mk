@@ -64,3 +64,19 @@ BENCH_TRANSPORTS_CALLS ?= 20
 bench-transports: bench-docker
 	MAF_BUILD=$(abspath $(BUILD)) $(PYTHON) tests/bench/bench_transports.py \
 		--calls $(BENCH_TRANSPORTS_CALLS) --latency-ms $(BENCH_LATENCY_MS)
+
+# make bench-python: the Python package as a host on the local backend
+# (tests/bench/bench_python.py): per-call p50 and p99 through mafhost against maf-host with a
+# tools server on the same program, alternately in one run; then 1, 10, 100 and 500 runs of a
+# 10-call program at once on one event loop, with the host's own CPU and peak memory per run
+# and the calls' p50 and p99. Figures only; the targets (mafhost's p50 at most 2x maf-host's;
+# 500 runs complete with every call answered, and CPU per call at 500 no higher than at 10)
+# are printed beside them.
+BENCH_PYTHON_CALLS ?= 200
+BENCH_PYTHON_ROUNDS ?= 3
+BENCH_PYTHON_LEVELS ?= 1,10,100,500
+
+bench-python: all
+	MAF_BUILD=$(abspath $(BUILD)) $(PYTHON) tests/bench/bench_python.py \
+		--calls $(BENCH_PYTHON_CALLS) --rounds $(BENCH_PYTHON_ROUNDS) \
+		--levels $(BENCH_PYTHON_LEVELS)

@@ -11,6 +11,10 @@ from pathlib import Path
 
 import pytest
 
+# make asan preloads the sanitizer's runtime into this interpreter: the programs it starts
+# (the launcher, python3 in the sandbox) are not to get it.
+os.environ.pop("LD_PRELOAD", None)
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "host" / "python"))
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
