@@ -2,6 +2,7 @@
 launcher of this build, run as the user runs it (root on the local backend, where
 maf-launch is the only boundary)."""
 import asyncio
+import importlib.util
 import os
 import shutil
 import stat
@@ -67,6 +68,16 @@ def run_base():
 @pytest.fixture
 def local(run_base):
     return mafhost.LocalSandbox(launcher_path=str(LAUNCHER), tmpdir=str(run_base))
+
+
+def images_support():
+    """tests/images/conftest.py as a module of its own: the fixtures engine (the Docker
+    engine, or a skip, or a failure under REQUIRE_DOCKER=1) and containers, and docker()."""
+    spec = importlib.util.spec_from_file_location("images_support",
+                                                  ROOT / "tests" / "images" / "conftest.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def arun(coro, timeout=120):

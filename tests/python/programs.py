@@ -1,4 +1,17 @@
-"""Programs the tests run in the sandbox, as Python source."""
+"""Programs the tests run in the sandbox, as Python source, and the tools they call."""
+import asyncio
+
+
+def add(a: int, b: int) -> int:
+    """Adds two integers."""
+    return a + b
+
+
+async def aadd(a: int, b: int) -> int:
+    """add, as a coroutine that gives the loop a turn first."""
+    await asyncio.sleep(0.001)
+    return a + b
+
 
 CALLS = '''
 import sys

@@ -3,17 +3,9 @@ import asyncio
 
 import mafhost
 import programs
+from programs import aadd, add
 from conftest import LAUNCHER, arun
 from foreign import PlainLocalSandbox
-
-
-def add(a: int, b: int) -> int:
-    return a + b
-
-
-async def aadd(a: int, b: int) -> int:
-    await asyncio.sleep(0.001)
-    return a + b
 
 
 def test_20_runs_supervised_at_once_on_one_event_loop(local, run_base):

@@ -4,19 +4,16 @@ that knows nothing of mafhost and drives the container with `docker exec` and `d
 (foreign.py), as a maf-sandbox user's Docker sandbox does. Skipped where no engine answers,
 unless REQUIRE_DOCKER=1."""
 import asyncio
-import importlib.util
 
 import pytest
 
 import mafhost
 import programs
-from conftest import ROOT, arun
+from programs import aadd, add
+from conftest import ROOT, arun, images_support
 from foreign import DockerCliSandbox
 
-_spec = importlib.util.spec_from_file_location("images_support",
-                                               ROOT / "tests" / "images" / "conftest.py")
-images = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(images)
+images = images_support()
 engine, containers = images.engine, images.containers  # fixtures
 
 LAUNCHER = images.IN_IMAGE_LAUNCHER
@@ -27,15 +24,6 @@ LAUNCHER = images.IN_IMAGE_LAUNCHER
 STATIC = ROOT / "build" / "maf-launch"
 if images.LAUNCHER.resolve() != STATIC.resolve():
     images.LAUNCHER = STATIC
-
-
-def add(a: int, b: int) -> int:
-    return a + b
-
-
-async def aadd(a: int, b: int) -> int:
-    await asyncio.sleep(0.001)
-    return a + b
 
 
 PROG = '''

@@ -6,51 +6,28 @@ tried against a fake engine on a socket of the test's own."""
 import asyncio
 import errno
 import os
-import shutil
 import socket
-import subprocess
 import sys
 import time
 import uuid
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "host" / "python"))
-from mafhost.docker import DockerSandbox  # noqa: E402
-from mafhost.errors import BackendError, ConfigError, FileTooLarge  # noqa: E402
+from conftest import images_support
+from mafhost.docker import DockerSandbox
+from mafhost.errors import BackendError, ConfigError, FileTooLarge
 
 IMAGE = f"{os.environ.get('MAF_IMAGE_PREFIX', 'maf-launch')}/python-noshell"
 EIO, ENOENT = -errno.EIO, -errno.ENOENT
 
 
+images = images_support()
+engine, docker = images.engine, images.docker  # the fixture, and `docker ARGS`
+
+
 def engine_socket():
     host = os.environ.get("DOCKER_HOST", "")
     return host[len("unix://"):] if host.startswith("unix://") else "/var/run/docker.sock"
-
-
-def docker(*args, check=True):
-    proc = subprocess.run(["docker", *args], capture_output=True, timeout=120)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"docker {' '.join(args)} exited {proc.returncode}: "
-                             f"{proc.stderr.decode(errors='replace')}")
-    return proc
-
-
-def _no_engine():
-    """Why the engine cannot be used, or None."""
-    if shutil.which("docker") is None:
-        return "there is no docker client on this machine (make setup installs it)"
-    try:
-        with socket.socket(socket.AF_UNIX) as s:
-            s.settimeout(10)
-            s.connect(engine_socket())
-            s.sendall(b"GET /_ping HTTP/1.0\r\nHost: docker\r\n\r\n")
-            if b" 200 " not in s.recv(64):
-                return f"the Docker engine at {engine_socket()} does not answer /_ping"
-    except OSError as e:
-        return f"the Docker engine at {engine_socket()} cannot be reached: {e}"
-    return None
 
 
 def start_container():
@@ -60,12 +37,7 @@ def start_container():
 
 
 @pytest.fixture(scope="module")
-def container():
-    why = _no_engine()
-    if why:
-        if os.environ.get("REQUIRE_DOCKER") == "1":
-            pytest.fail(f"REQUIRE_DOCKER=1 and {why}", pytrace=False)
-        pytest.skip(why)
+def container(engine):
     if docker("image", "inspect", IMAGE, check=False).returncode != 0:
         pytest.fail(f"the image {IMAGE} is not built (run make images)", pytrace=False)
     name = start_container()

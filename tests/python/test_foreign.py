@@ -1,23 +1,14 @@
 """mafhost over a sandbox object that knows nothing of it (foreign.py): the surface alone,
 so the relay transport (no stream); and a backend whose exec raises."""
-import asyncio
 import os
 
 import pytest
 
 import mafhost
 import programs
+from programs import aadd, add
 from conftest import LAUNCHER, arun
 from foreign import ExecRaises, PlainLocalSandbox
-
-
-def add(a: int, b: int) -> int:
-    return a + b
-
-
-async def aadd(a: int, b: int) -> int:
-    await asyncio.sleep(0)
-    return a + b
 
 
 PROG = '''

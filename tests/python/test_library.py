@@ -7,11 +7,8 @@ import pytest
 
 import mafhost
 import programs
+from programs import add
 from conftest import LIBRARY, arun
-
-
-def add(a: int, b: int) -> int:
-    return a + b
 
 
 def _mapped():

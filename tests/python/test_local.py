@@ -8,12 +8,8 @@ import pytest
 
 import mafhost
 import programs
+from programs import add
 from conftest import LAUNCHER, arun
-
-
-def add(a: int, b: int) -> int:
-    """Adds two integers."""
-    return a + b
 
 
 async def slow_echo(text: str) -> dict:
