@@ -71,3 +71,13 @@ def test_an_object_without_the_surface_is_refused():
             raise AssertionError("never called")
     with pytest.raises(mafhost.ConfigError, match="write_file"):
         arun(mafhost.run(Half(), "print(1)"))
+
+
+def test_a_program_already_in_a_foreign_sandbox():
+    # No program is written, so the run directory is made by writing a file in it, which
+    # the reclaim removes with the rest.
+    sb = PlainLocalSandbox()
+    r = arun(mafhost.run(sb, argv=["python3", "-c", "print('in place')"], timeout=30,
+                         launcher=str(LAUNCHER)))
+    assert (r.output, r.exit_code) == ("in place\n", 0)
+    assert not os.path.exists(r.run_dir)

@@ -256,3 +256,15 @@ def test_the_launcher_is_found_through_the_environment(run_base, monkeypatch):
     assert sb.launcher_path == str(LAUNCHER)
     r = arun(mafhost.run(sb, programs.calls(1), tools=[add], timeout=30))
     assert r.calls == 1
+
+
+def test_a_program_already_in_the_sandbox_calls_through_the_launcher(local):
+    # No program written, no shim: the program calls with `maf-launch call`, as one in any
+    # language would.
+    prog = ("import subprocess, sys\n"
+            "out = subprocess.run([sys.argv[1], 'call', 'add', '{\"a\": 2, \"b\": 3}'],"
+            " capture_output=True, text=True)\n"
+            "print(out.stdout.strip(), out.returncode)\n")
+    r = arun(mafhost.run(local, argv=["python3", "-c", prog, str(LAUNCHER)], tools=[add],
+                         timeout=30))
+    assert (r.output, r.calls, r.exit_code) == ("5 0\n", 1, 0)
