@@ -79,6 +79,17 @@ class ExecRaises(PlainLocalSandbox):
         raise ConnectionError("the sandbox's control plane went away")
 
 
+class ReadsGarbage(PlainLocalSandbox):
+    """Its read_file of a request answers something that is not bytes, as a sandbox with a
+    bug would."""
+
+    async def read_file(self, path, *, working_directory, max_bytes):
+        if "host_tool_calls" in path:
+            return 12345
+        return await super().read_file(path, working_directory=working_directory,
+                                        max_bytes=max_bytes)
+
+
 class DockerCliSandbox:
     def __init__(self, container):
         self.container = container

@@ -43,6 +43,11 @@ def test_every_struct_matches_the_header(tmp_path):
 def test_the_enums_match_the_header():
     header = (ROOT / "host" / "include" / "mafhost.h").read_text()
     assert "MAFH_VERSION \"%s\"" % _abi.VERSION in header
+    # One version everywhere: the header's, the package's and its project file's.
+    import mafhost
+    assert mafhost.__version__ == _abi.VERSION
+    assert f'version = "{_abi.VERSION}"' in (ROOT / "host/python/pyproject.toml").read_text()
+    assert _abi.SONAME == "libmafhost.so." + ".".join(_abi.VERSION.split(".")[:2])
     lib = ctypes.CDLL(os.path.join(os.environ.get("MAF_BUILD", str(ROOT / "build")),
                                    "libmafhost.so.0.2.0"))
     try:
@@ -62,8 +67,6 @@ def _check_names(lib):
         assert tuple(f(i).decode() for i in range(len(names))) == names, fn
     f = lib.mafh_op_kind_name
     f.restype = ctypes.c_char_p
-    assert [f(getattr(_abi, "OP_" + n.upper())).decode() for n in
-            ("exec", "read", "write", "stat", "wait_until", "call", "done", "stream_open",
-             "stream_write", "stream_read", "stream_close")] == \
-        ["exec", "read", "write", "stat", "wait_until", "call", "done", "stream_open",
-         "stream_write", "stream_read", "stream_close"]
+    assert tuple(f(i).decode() for i in range(len(_abi.OP_NAMES))) == _abi.OP_NAMES
+    assert [getattr(_abi, "OP_" + n.upper()) for n in _abi.OP_NAMES] == \
+        list(range(len(_abi.OP_NAMES)))

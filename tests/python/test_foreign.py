@@ -8,7 +8,7 @@ import mafhost
 import programs
 from programs import aadd, add
 from conftest import LAUNCHER, arun
-from foreign import ExecRaises, PlainLocalSandbox
+from foreign import ExecRaises, PlainLocalSandbox, ReadsGarbage
 
 
 PROG = '''
@@ -81,3 +81,17 @@ def test_a_program_already_in_a_foreign_sandbox():
                          launcher=str(LAUNCHER)))
     assert (r.output, r.exit_code) == ("in place\n", 0)
     assert not os.path.exists(r.run_dir)
+
+
+def test_a_backend_that_answers_garbage_ends_the_run_and_its_program(run_base):
+    events = []
+    prog = "from maf_host_tools import call\nimport time\ncall('add', a=1, b=2)\ntime.sleep(60)\n"
+    with pytest.raises(mafhost.RunError) as ei:
+        arun(mafhost.run(ReadsGarbage(), prog, tools=[add], timeout=60, transport="files",
+                         launcher=str(LAUNCHER), run_dir=str(run_base / "garbage"),
+                         on_event=events.append))
+    r = ei.value.result
+    assert "read_file returned int, not bytes" in " ".join(r.errors), r.errors
+    pid = next(e.pid for e in events if e.kind == "run_started")
+    assert not os.path.exists(f"/proc/{pid}")  # the program was stopped
+    assert not os.path.exists(r.run_dir)       # and its run directory reclaimed

@@ -19,19 +19,11 @@ from ._run import Event, ExitRecord, RunResult, run
 from ._tools import Limits, Param, Tool, tool
 from .errors import (BackendError, ConfigError, FileTooLarge, LaunchFailed, LibraryError,
                      MafhostError, Refusal, RunError, RunLost, RunTimeout)
+from .docker import DockerSandbox
 from .local import LocalSandbox
 from .sandbox import ExecResult, FileEntry
 
 __version__ = "0.2.0"
-
-
-def __getattr__(name):
-    # DockerSandbox is imported when first named.
-    if name == "DockerSandbox":
-        from .docker import DockerSandbox
-        return DockerSandbox
-    raise AttributeError(f"module 'mafhost' has no attribute {name!r}")
-
 
 __all__ = ["run", "Tool", "tool", "Param", "Limits", "RunResult", "ExitRecord", "Event",
            "LocalSandbox", "DockerSandbox", "ExecResult", "FileEntry", "Library", "load",

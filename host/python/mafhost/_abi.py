@@ -18,6 +18,8 @@ SONAME = "libmafhost.so.0.2"
 # enum mafh_op_kind
 OP_EXEC, OP_READ, OP_WRITE, OP_STAT, OP_WAIT_UNTIL, OP_CALL, OP_DONE, OP_STREAM_OPEN, \
     OP_STREAM_WRITE, OP_STREAM_READ, OP_STREAM_CLOSE = range(11)
+OP_NAMES = ("exec", "read", "write", "stat", "wait_until", "call", "done", "stream_open",
+            "stream_write", "stream_read", "stream_close")
 # enum mafh_read_status
 READ_OK, READ_ABSENT, READ_TOO_BIG, READ_NOT_REGULAR = range(4)
 # enum mafh_file_type

@@ -184,7 +184,7 @@ class _Sandbox:
         err = (r.stderr or "").encode("utf-8", "surrogateescape")[:65536]
         code = int(r.exit_code)
         res.exec.exit_code = code
-        res.exec.timed_out = int(code == -1 and bool(getattr(r, "timed_out", timeout)))
+        res.exec.timed_out = int(code == -1 and timeout is not None)
         res.exec.out, res.exec.out_len = ctypes.cast(ctypes.c_char_p(out), ctypes.c_void_p), \
             len(out)
         res.exec.err, res.exec.err_len = ctypes.cast(ctypes.c_char_p(err), ctypes.c_void_p), \
@@ -225,6 +225,10 @@ class _Sandbox:
             self.count("read_file")
             data = await self.sb.read_file(_rel(path), working_directory="/",
                                            max_bytes=op.cap)
+            if isinstance(data, str):
+                data = data.encode()
+            if not isinstance(data, (bytes, bytearray, memoryview)):
+                raise TypeError(f"read_file returned {type(data).__name__}, not bytes")
         except FileNotFoundError:
             res.read.status = _abi.READ_ABSENT
             return ()
@@ -233,8 +237,6 @@ class _Sandbox:
             return ()
         except Exception as e:
             return _fail(res, e, f"the backend's read of {path} failed")
-        if isinstance(data, str):
-            data = data.encode()
         if len(data) > op.cap:  # a surface that does not keep to max_bytes
             res.read.status, res.read.size = _abi.READ_TOO_BIG, len(data)
             return ()
@@ -437,6 +439,16 @@ class _Run:
             lib.op_result_init(ctypes.byref(res), op.kind)
             try:
                 keep = await self.perform(op, res)
+            except Exception as e:
+                # A fault of this driver or of a backend object outside its surface (a
+                # result of the wrong type, say): the op failed, and the run decides, so that
+                # the program is still stopped and its run directory reclaimed.
+                log.exception("mafhost: the %s op failed", _abi.OP_NAMES[op.kind])
+                res = _abi.OpResult()
+                lib.op_result_init(ctypes.byref(res), op.kind)
+                keep = _fail(res, e, f"the {_abi.OP_NAMES[op.kind]} op failed in mafhost")
+                if op.kind == _abi.OP_STREAM_READ:
+                    res.stream_ended = 1
             except asyncio.CancelledError as e:
                 # The caller gave up on the run: the core stops the program and reclaims
                 # the run directory, then the cancellation goes on.
