@@ -182,7 +182,8 @@ class _Sandbox:
             return _fail(res, e, f"the backend's exec of {argv[0]} failed")
         out = (r.stdout or "").encode("utf-8", "surrogateescape")[:op.out_cap]
         err = (r.stderr or "").encode("utf-8", "surrogateescape")[:65536]
-        code = int(r.exit_code)
+        # None: a surface whose exec could not tell (killed at its timeout, say).
+        code = -1 if r.exit_code is None else int(r.exit_code)
         res.exec.exit_code = code
         res.exec.timed_out = int(code == -1 and timeout is not None)
         res.exec.out, res.exec.out_len = ctypes.cast(ctypes.c_char_p(out), ctypes.c_void_p), \
