@@ -80,6 +80,16 @@ def images_support():
     return mod
 
 
+def alive(pid):
+    """Whether pid runs: a zombie is dead (a killed run's processes are handed to this
+    machine's PID 1, which may reap them late)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
 def arun(coro, timeout=120):
     """Runs coro on a fresh event loop, with a safety net."""
     return asyncio.run(asyncio.wait_for(coro, timeout))

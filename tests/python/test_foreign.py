@@ -7,7 +7,7 @@ import pytest
 import mafhost
 import programs
 from programs import aadd, add
-from conftest import LAUNCHER, arun
+from conftest import LAUNCHER, alive, arun
 from foreign import ExecRaises, PlainLocalSandbox, ReadsGarbage
 
 
@@ -93,5 +93,5 @@ def test_a_backend_that_answers_garbage_ends_the_run_and_its_program(run_base):
     r = ei.value.result
     assert "read_file returned int, not bytes" in " ".join(r.errors), r.errors
     pid = next(e.pid for e in events if e.kind == "run_started")
-    assert not os.path.exists(f"/proc/{pid}")  # the program was stopped
+    assert not alive(pid)  # the program was stopped
     assert not os.path.exists(r.run_dir)       # and its run directory reclaimed

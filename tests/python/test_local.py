@@ -9,7 +9,7 @@ import pytest
 import mafhost
 import programs
 from programs import add
-from conftest import LAUNCHER, arun
+from conftest import LAUNCHER, alive, arun
 
 
 async def slow_echo(text: str) -> dict:
@@ -192,7 +192,7 @@ def test_cancelling_the_task_stops_the_program_and_reclaims_its_run_directory(lo
     arun(main())
     pid = next(e.pid for e in seen if e.kind == "run_started")
     assert seen[-1].kind == "run_ended" and seen[-1].status == "stopped"
-    assert not os.path.exists(f"/proc/{pid}")
+    assert not alive(pid)
     assert not os.path.exists(seen[0].run_dir)
 
 
@@ -268,3 +268,20 @@ def test_a_program_already_in_the_sandbox_calls_through_the_launcher(local):
     r = arun(mafhost.run(local, argv=["python3", "-c", prog, str(LAUNCHER)], tools=[add],
                          timeout=30))
     assert (r.output, r.calls, r.exit_code) == ("5 0\n", 1, 0)
+
+
+@pytest.mark.parametrize("transport", ["stream", "relay", "files"])
+def test_a_supervisor_killed_from_outside_raises_run_lost(local, transport):
+    import signal
+
+    def on_event(e):
+        if e.kind == "run_started":
+            os.kill(e.supervisor_pid, signal.SIGKILL)
+    prog = "import time\nprint('begun', flush=True)\ntime.sleep(60)\n"
+    with pytest.raises(mafhost.RunLost) as ei:
+        arun(mafhost.run(local, prog, timeout=30, transport=transport, on_event=on_event))
+    r = ei.value.result
+    assert r.status == "lost" and r.record is None
+    assert "supervisor" in str(ei.value), str(ei.value)
+    assert not alive(r.pid)  # what was left of the run is killed
+    assert not os.path.exists(r.run_dir)
