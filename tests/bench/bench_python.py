@@ -8,11 +8,14 @@
    mafhost's tool runs in a worker thread, as a plain tool does by default; `mafhost inline`
    is the same with inline=True.
 2. Scale: 1, 10, 100 and 500 runs of a 10-call program supervised at once on one event
-   loop, each level in a fresh process (so that its peak memory is its own): every run's
-   status and calls, the host process's own CPU time (user + system, not its children's)
-   per run and per call, its peak RSS above what it held before the runs, per run, and the
-   calls' p50 and p99 as the programs timed them (target: 500 runs complete with every call
-   answered, and the host's own CPU per call no higher at 500 than at 10).
+   loop, each level in a fresh process (so that its peak memory is its own), as many rounds
+   of N runs at once as make at least 100 runs (1: 100 rounds, 10: 10; a level of 10 runs
+   alone has too few calls for its CPU figure to hold still: 13-17 ms a run, from one try
+   to the next): every run's status and calls, the host process's own CPU time (user +
+   system, not its children's) per run and per call, its peak RSS above what it held
+   before the runs, per run at once, and the calls' p50 and p99 as the programs timed them
+   (target: 500 runs complete with every call answered, and the host's own CPU per call no
+   higher at 500 than at 10).
 Figures only; the targets are printed beside them, nothing fails but a run that does not
 complete."""
 import argparse
@@ -105,7 +108,7 @@ def program(calls):
     return PROGRAM.replace("int(sys.argv[1])", str(calls))
 
 
-def scale_child(runs, calls, base):
+def scale_child(runs, calls, base, rounds):
     """One level of the scale part, in a process of its own: prints one JSON line."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
@@ -126,8 +129,10 @@ def scale_child(runs, calls, base):
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     cpu0 = time.process_time()
     t0 = time.monotonic()
-    results = asyncio.run(main())
-    wall = time.monotonic() - t0
+    results = []
+    for _ in range(rounds):
+        results += asyncio.run(main())
+    wall = (time.monotonic() - t0) / rounds
     cpu = time.process_time() - cpu0
     ru = resource.getrusage(resource.RUSAGE_SELF)
     samples, statuses, answered = [], {}, 0
@@ -136,7 +141,7 @@ def scale_child(runs, calls, base):
         answered += r.calls
         if r.ok:
             samples += json.loads(r.output.strip().splitlines()[-1])["samples_ns"]
-    print(json.dumps({"runs": runs, "calls": calls, "statuses": statuses,
+    print(json.dumps({"runs": runs, "rounds": rounds, "calls": calls, "statuses": statuses,
                       "answered": answered, "wall_s": wall, "cpu_s": cpu,
                       "peak_rss_kb": ru.ru_maxrss, "rss_before_kb": rss0,
                       "p50_us": pct(samples, 0.5) / 1000 if samples else None,
@@ -145,13 +150,17 @@ def scale_child(runs, calls, base):
 
 def scale(a, base):
     print(f"\nscale: runs of {a.scale_calls} calls at once on one event loop, each level in a "
-          "fresh process")
-    print(f"  {'runs':>5} {'complete':>9} {'answered':>10} {'wall s':>7} {'CPU ms/run':>11} "
+          f"fresh process, in rounds of that many to {a.min_runs} runs at least (wall: of "
+          "one round)")
+    print(f"  {'runs':>5} {'rounds':>6} {'complete':>9} {'answered':>10} {'wall s':>7} "
+          f"{'CPU ms/run':>11} "
           f"{'CPU us/call':>12} {'peak RSS KiB/run':>17} {'p50 us':>8} {'p99 us':>9}")
     rows = {}
     for n in a.levels:
         settle()
+        rounds = max(1, -(-a.min_runs // n))
         p = subprocess.run([sys.executable, __file__, "--scale-child", str(n),
+                            "--rounds-of", str(rounds),
                             "--scale-calls", str(a.scale_calls)], capture_output=True,
                            text=True, timeout=3600, env=dict(os.environ, TMPDIR=base))
         if p.returncode != 0:
@@ -161,8 +170,9 @@ def scale(a, base):
         complete = f["statuses"].get("exited", 0)
         per_call = f["cpu_s"] * 1e6 / max(1, f["answered"])
         rss = (f["peak_rss_kb"] - f["rss_before_kb"]) / n
-        print(f"  {n:>5} {complete:>9} {f['answered']:>10} {f['wall_s']:>7.1f} "
-              f"{f['cpu_s'] * 1000 / n:>11.1f} {per_call:>12.0f} {rss:>17.0f} "
+        print(f"  {n:>5} {f['rounds']:>6} {complete:>9} {f['answered']:>10} "
+              f"{f['wall_s']:>7.1f} {f['cpu_s'] * 1000 / (n * f['rounds']):>11.1f} "
+              f"{per_call:>12.0f} {rss:>17.0f} "
               f"{f['p50_us'] or 0:>8.0f} {f['p99_us'] or 0:>9.0f}")
     top, ten = rows.get(500), rows.get(10)
     if top:
@@ -185,11 +195,14 @@ def main():
     ap.add_argument("--levels", type=lambda s: [int(x) for x in s.split(",")],
                     default=[1, 10, 100, 500], help="runs at once, scale part")
     ap.add_argument("--scale-calls", type=int, default=10, help="calls per run, scale part")
+    ap.add_argument("--min-runs", type=int, default=100,
+                    help="runs per level at least, scale part (in rounds of N at once)")
     ap.add_argument("--scale-child", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--rounds-of", type=int, default=1, help=argparse.SUPPRESS)
     a = ap.parse_args()
     base = os.environ.get("TMPDIR") if a.scale_child else run_dir_base()
     if a.scale_child:
-        return scale_child(a.scale_child, a.scale_calls, base)
+        return scale_child(a.scale_child, a.scale_calls, base, a.rounds_of)
     for f in ("maf-launch", "maf-host", "libmafhost.so.0.2.0"):
         if not (BUILD / f).exists():
             sys.exit(f"bench-python: {BUILD / f} is not built (run make)")
