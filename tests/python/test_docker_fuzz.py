@@ -6,7 +6,6 @@ of the exceptions the surface documents (BackendError, an OSError, FileTooLarge)
 another (an IndexError, a UnicodeDecodeError, ...), and never hangs. No Docker needed."""
 import asyncio
 import base64
-import errno
 import io
 import json
 import random

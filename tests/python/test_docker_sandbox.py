@@ -6,8 +6,6 @@ tried against a fake engine on a socket of the test's own."""
 import asyncio
 import errno
 import os
-import socket
-import sys
 import time
 import uuid
 

@@ -7,7 +7,6 @@ import errno
 import json
 import logging
 import os
-import posixpath
 import secrets
 import time
 from dataclasses import dataclass, field
@@ -120,7 +119,7 @@ def _argv(ptr):
 
 
 def _cstrings(items):
-    """A NULL-terminated char *[] of items, and what keeps it alive."""
+    """A NULL-terminated char *[] of items (the array holds on to its strings)."""
     enc = [os.fsencode(x) for x in items]
     arr = (ctypes.c_char_p * (len(enc) + 1))(*enc, None)
     return arr
@@ -333,6 +332,7 @@ class _Run:
         self.on_event = on_event
         self.run_dir = run_dir
         self.stream = None
+        self.keep = None
         self.handle = ctypes.c_void_p()
         self.event_fn = _abi.EVENT_FN(self._event)
         self.tasks = set()
@@ -439,7 +439,8 @@ class _Run:
             res = _abi.OpResult()
             lib.op_result_init(ctypes.byref(res), op.kind)
             try:
-                keep = await self.perform(op, res)
+                # What res points to stays alive until the run has taken the result.
+                self.keep = await self.perform(op, res)
             except Exception as e:
                 # A fault of this driver or of a backend object outside its surface (a
                 # result of the wrong type, say): the op failed, and the run decides, so that
@@ -447,7 +448,7 @@ class _Run:
                 log.exception("mafhost: the %s op failed", _abi.OP_NAMES[op.kind])
                 res = _abi.OpResult()
                 lib.op_result_init(ctypes.byref(res), op.kind)
-                keep = _fail(res, e, f"the {_abi.OP_NAMES[op.kind]} op failed in mafhost")
+                _fail(res, e, f"the {_abi.OP_NAMES[op.kind]} op failed in mafhost")
                 if op.kind == _abi.OP_STREAM_READ:
                     res.stream_ended = 1
             except asyncio.CancelledError as e:
@@ -458,11 +459,10 @@ class _Run:
                 res = _abi.OpResult()
                 lib.op_result_init(ctypes.byref(res), op.kind)
                 res.error = -errno.ECANCELED
-                keep = ()
                 if op.kind == _abi.OP_STREAM_READ:
                     res.stream_ended = 1
             lib.run_op_result(handle, _now_ms(), ctypes.byref(res))
-            del keep
+            self.keep = None
         if self.stream is not None:
             await self.stream.close()
         return cancelled
