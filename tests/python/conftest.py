@@ -2,6 +2,7 @@
 launcher of this build, run as the user runs it (root on the local backend, where
 maf-launch is the only boundary)."""
 import asyncio
+import atexit
 import importlib.util
 import os
 import shutil
@@ -38,6 +39,7 @@ def _public(path):
     pub = Path(tempfile.mkdtemp(prefix="mafhost-test-build-"))
     pub.chmod(0o755)
     shutil.copy2(path, pub / path.name)
+    atexit.register(shutil.rmtree, pub, ignore_errors=True)
     return pub / path.name
 
 
