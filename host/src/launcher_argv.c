@@ -76,15 +76,23 @@ int mafh__argv_launch(struct mafh__argv *a, const struct mafh__launch_args *la)
 	return done(a);
 }
 
-int mafh__argv_wait(struct mafh__argv *a, const char *launcher, const char *run_dir,
-		    long next_id, int64_t slice_ms, uint64_t max_bytes, int64_t supervisor_pid)
+/* What `wait` and `relay` share: the request awaited, the slice, the cap on what is printed,
+ * and the supervisor to watch. */
+static void wait_options(struct mafh__argv *a, long next_id, int64_t slice_ms,
+			 uint64_t max_bytes, int64_t supervisor_pid)
 {
-	start(a, launcher, "wait", run_dir);
 	option(a, "--next", num(a, "%ld", next_id));
 	option(a, "--timeout-ms", num(a, "%lld", (long long)slice_ms));
 	option(a, "--max-bytes", num(a, "%llu", (unsigned long long)max_bytes));
 	if (supervisor_pid > 0)
 		option(a, "--supervisor-pid", num(a, "%lld", (long long)supervisor_pid));
+}
+
+int mafh__argv_wait(struct mafh__argv *a, const char *launcher, const char *run_dir,
+		    long next_id, int64_t slice_ms, uint64_t max_bytes, int64_t supervisor_pid)
+{
+	start(a, launcher, "wait", run_dir);
+	wait_options(a, next_id, slice_ms, max_bytes, supervisor_pid);
 	return done(a);
 }
 
@@ -104,11 +112,7 @@ int mafh__argv_relay(struct mafh__argv *a, const char *launcher, const char *run
 		     long answer_id, const char *answer_b64)
 {
 	start(a, launcher, "relay", run_dir);
-	option(a, "--next", num(a, "%ld", next_id));
-	option(a, "--timeout-ms", num(a, "%lld", (long long)slice_ms));
-	option(a, "--max-bytes", num(a, "%llu", (unsigned long long)max_bytes));
-	if (supervisor_pid > 0)
-		option(a, "--supervisor-pid", num(a, "%lld", (long long)supervisor_pid));
+	wait_options(a, next_id, slice_ms, max_bytes, supervisor_pid);
 	if (answer_b64) {
 		option(a, "--answer", num(a, "%ld", answer_id));
 		option(a, "--value-b64", answer_b64);

@@ -285,3 +285,14 @@ def test_a_supervisor_killed_from_outside_raises_run_lost(local, transport):
     assert "supervisor" in str(ei.value), str(ei.value)
     assert not alive(r.pid)  # what was left of the run is killed
     assert not os.path.exists(r.run_dir)
+
+
+def test_tools_given_as_a_mapping_take_its_names():
+    from mafhost._tools import as_tools
+    t = mafhost.Tool(add, description="sums", inline=True)
+    got = as_tools({"plus": t, "add": t, "also": lambda x: x})
+    assert [g.name for g in got] == ["plus", "add", "also"]
+    assert got[1] is t
+    assert (got[0].fn, got[0].description, got[0].params, got[0].inline) == \
+        (add, "sums", t.params, True)
+    assert list(got[2].params) == ["x"]

@@ -281,7 +281,3 @@ def unload():
         if _default is not None:
             _default.close()
             _default = None
-
-
-def default():
-    return load()

@@ -345,21 +345,18 @@ class _Run:
 
     def _emit(self, e):
         kind = _abi.EVENT_KINDS[e.kind]
-        ev = Event(kind=kind, run_dir=self.run_dir, time_ms=e.time_ms)
         if kind in ("call_served", "call_refused", "call_undelivered"):
-            ev = Event(kind=kind, run_dir=self.run_dir, time_ms=e.time_ms, call_id=e.call_id,
-                       tool=_s(e.tool), duration_ms=e.duration_ms, message=_s(e.message),
-                       detail=(ctypes.string_at(e.detail, e.detail_len).decode(
-                           "utf-8", "replace") if e.detail else None))
+            fields = dict(call_id=e.call_id, tool=_s(e.tool), duration_ms=e.duration_ms,
+                          message=_s(e.message),
+                          detail=(ctypes.string_at(e.detail, e.detail_len).decode(
+                              "utf-8", "replace") if e.detail else None))
         elif kind == "error":
-            ev = Event(kind=kind, run_dir=self.run_dir, time_ms=e.time_ms, code=e.code,
-                       message=_s(e.message))
+            fields = dict(code=e.code, message=_s(e.message))
         elif kind == "run_started":
-            ev = Event(kind=kind, run_dir=self.run_dir, time_ms=e.time_ms, pid=e.pid,
-                       supervisor_pid=e.supervisor_pid)
-        elif kind == "run_ended":
-            ev = Event(kind=kind, run_dir=self.run_dir, time_ms=e.time_ms,
-                       status=_abi.RUN_STATUSES[e.status], exit_code=e.exit_code)
+            fields = dict(pid=e.pid, supervisor_pid=e.supervisor_pid)
+        else:  # run_ended
+            fields = dict(status=_abi.RUN_STATUSES[e.status], exit_code=e.exit_code)
+        ev = Event(kind=kind, run_dir=self.run_dir, time_ms=e.time_ms, **fields)
         _log_event(ev)
         if self.on_event is not None:
             r = self.on_event(ev)
@@ -555,24 +552,20 @@ async def _run(lib, backend, program, tools, timeout, argv, limits, run_dir, lau
     tools = as_tools(tools)
     reg = build_registry(lib, tools, limits or Limits())
     try:
-        # Options are checked by the library before a run directory is made (with a
-        # placeholder), so that a bad one leaves nothing behind.
         r = _Run(lib, sandbox, tools, on_event, run_dir or "/mafhost-check")
         opts = _abi.RunOptions()
         lib.run_options_init(ctypes.byref(opts))
         keep = _options(lib, opts, r, r.run_dir, program, argv, launcher, timeout, transport,
                         egress, seccomp, landlock, user, max_procs, max_memory, writable,
                         keep_run_dir, backend)
-        _check_options(lib, reg, sandbox, opts, r)
         if run_dir is None:
+            # The options are checked by the library (with a placeholder directory) before
+            # a run directory is made, so that a bad one leaves nothing behind.
+            lib.run_free(_new_run(lib, reg, sandbox, opts))
             run_dir = r.run_dir = await _make_run_dir(sandbox, program is None)
             opts.run_dir = os.fsencode(run_dir)
             keep.append(opts.run_dir)
-        err = _abi.Error()
-        rc = lib.run_new_sansio(reg, sandbox.caps, ctypes.byref(opts), ctypes.byref(r.handle),
-                                ctypes.byref(err))
-        if rc < 0:
-            raise ConfigError(err.message.decode() or lib.strerror_text(rc), rc)
+        r.handle = _new_run(lib, reg, sandbox, opts)
         try:
             cancelled = await r.drive()
             result = _result(lib, r.handle, sandbox, run_dir)
@@ -590,7 +583,8 @@ async def _run(lib, backend, program, tools, timeout, argv, limits, run_dir, lau
     return result
 
 
-def _check_options(lib, reg, sandbox, opts, r):
+def _new_run(lib, reg, sandbox, opts):
+    """The library's run over opts, or ConfigError with its sentence."""
     handle, err = ctypes.c_void_p(), _abi.Error()
     rc = lib.run_new_sansio(reg, sandbox.caps, ctypes.byref(opts), ctypes.byref(handle),
                             ctypes.byref(err))
@@ -599,7 +593,7 @@ def _check_options(lib, reg, sandbox, opts, r):
         if rc == -errno.ENOTSUP and not sandbox.has_stream and "STREAM" in why:
             why += f" ({type(sandbox.sb).__name__} has no open_stream())"
         raise ConfigError(why, rc)
-    lib.run_free(handle)
+    return handle
 
 
 async def _make_run_dir(sandbox, must_exist):

@@ -134,17 +134,21 @@ def tool(fn=None, **kw):
     return Tool(fn, **kw)
 
 
+def _named(t, name):
+    """t (a Tool or a callable) as a Tool of that name."""
+    if not isinstance(t, Tool):
+        return Tool(t, name=name)
+    if t.name == name:
+        return t
+    return Tool(t.fn, name=name, description=t.description, params=t.params, inline=t.inline)
+
+
 def as_tools(tools):
     """tools as a list of Tool: a Tool, a callable, or a mapping of names to either."""
     if tools is None:
         return []
     if isinstance(tools, dict):
-        items = [(t if isinstance(t, Tool) and t.name == n else
-                  Tool(t.fn if isinstance(t, Tool) else t, name=n,
-                       **({} if not isinstance(t, Tool) else
-                          {"description": t.description, "params": t.params,
-                           "inline": t.inline})))
-                 for n, t in tools.items()]
+        items = [_named(t, n) for n, t in tools.items()]
     else:
         items = [t if isinstance(t, Tool) else Tool(t) for t in tools]
     seen = set()
