@@ -669,6 +669,21 @@ static void serve_due(struct channel *c)
 	}
 }
 
+/* Every call waiting is due for a look, where no event says which (the inotify queue
+ * overflowed, or there is no inotify): whether a response was renamed into place is then
+ * unknown, so none is reused. */
+static void all_due(struct channel *c)
+{
+	int i;
+
+	for (i = 0; i < MAFL_CHANNEL_MAX_INFLIGHT; i++) {
+		if (c->calls[i].n) {
+			c->calls[i].due = 1;
+			c->calls[i].renamed = 0;
+		}
+	}
+}
+
 /* One read of the queued events a wake, however many more are queued: a program can queue
  * them as fast as it closes files, and the timer and signals must get their turn. Such a
  * program would still keep the supervisor reading (a read and a poll for every few events,
@@ -694,10 +709,7 @@ static void handle_inotify(struct channel *c, int paced)
 
 		p += sizeof(*ev) + ev->len;
 		if (ev->mask & IN_Q_OVERFLOW) {
-			for (j = 0; j < MAFL_CHANNEL_MAX_INFLIGHT; j++) {
-				c->calls[j].due = c->calls[j].n != 0;
-				c->calls[j].renamed = 0;	/* unknown: not reused */
-			}
+			all_due(c);
 			awaited = 1;
 			continue;
 		}
@@ -1003,21 +1015,14 @@ static int awaiting(const struct channel *c)
 	return 0;
 }
 
-/* Without inotify: when the timer is due, every call waiting is due for a look (whether
- * its response was renamed into place is not known: it is not reused). */
+/* Without inotify: when the timer is due, every call waiting is due for a look. */
 static void look_on_timer(struct channel *c)
 {
 	long long now;
-	int i;
 
 	if (c->ino_fd >= 0 || !c->look_at || (now = now_ms()) < c->look_at)
 		return;
-	for (i = 0; i < MAFL_CHANNEL_MAX_INFLIGHT; i++) {
-		if (c->calls[i].n) {
-			c->calls[i].due = 1;
-			c->calls[i].renamed = 0;
-		}
-	}
+	all_due(c);
 	c->look_step = c->look_step * 2 > LOOK_MAX_MS ? LOOK_MAX_MS : c->look_step * 2;
 	c->look_at = now + c->look_step;
 }
