@@ -15,6 +15,7 @@
 #include <linux/capability.h>
 #include <linux/securebits.h>
 
+#include "cover.h"
 #include "identity.h"
 #include "protocol.h"
 #include "spawn.h"
@@ -160,29 +161,46 @@ static int searchable(const struct stat *st, const struct mafl_identity *id)
 }
 
 /* The program reaches its files by absolute path (R/host_tools/program.py, PYTHONPATH):
- * every directory above R must let its identity pass. Returns 0, or -1 with the first that
- * does not in why. */
-static int ancestors_open(const struct mafl_identity *id, const char *run_dir, char *why,
-			  size_t why_size)
+ * every directory above R must let its identity pass, or be covered in the program's mount
+ * namespace (cover.h). Finds the topmost directory above R that does not let it pass: with
+ * none, cover is "" and 0 is returned; with one and a launcher able to cover it, its path
+ * goes into cover and 0 is returned; else -1, with a sentence in why. */
+static int ancestors_open(const struct mafl_identity *id, const char *run_dir, char *cover,
+			  size_t cover_size, char *why, size_t why_size)
 {
 	char path[MAFP_RUN_DIR_MAX + 1];
-	struct stat st;
+	struct stat st, blocked_st;
 	char *slash;
+	int blocked = 0;
 
+	cover[0] = '\0';
 	snprintf(path, sizeof(path), "%s", run_dir);
 	while ((slash = strrchr(path, '/'))) {
 		slash[slash == path ? 1 : 0] = '\0';
-		if (stat(path, &st) < 0 || !searchable(&st, id)) {
-			snprintf(why, why_size, "the run directory's parent %s does not let the "
-				 "program's uid %u pass (mode %04o): make R where any user may pass, "
-				 "such as under /tmp, or give --user", path, (unsigned)id->uid,
-				 (unsigned)(st.st_mode & 07777));
+		if (stat(path, &st) < 0) {
+			snprintf(why, why_size, "cannot look at %s, above the run directory: %s",
+				 path, strerror(errno));
 			return -1;
+		}
+		if (!searchable(&st, id)) {
+			blocked = 1;
+			blocked_st = st;
+			snprintf(cover, cover_size, "%s", path);
 		}
 		if (slash == path)
 			break;
 	}
-	return 0;
+	if (!blocked)
+		return 0;
+	if (strcmp(cover, "/") != 0 && mafl_cover_possible())
+		return 0;
+	snprintf(why, why_size, "the run directory's parent %s does not let the program's uid %u "
+		 "pass (mode %04o), and without CAP_SYS_ADMIN (a container with the engine's "
+		 "default capabilities has none) the launcher cannot show the program its run "
+		 "alone below it: make R where any user may pass, such as under /tmp, or give "
+		 "--user", cover, (unsigned)id->uid, (unsigned)(blocked_st.st_mode & 07777));
+	cover[0] = '\0';
+	return -1;
 }
 
 int mafl_identity_lend_dirs(const struct mafl_identity *id, const struct run_dirs *d, int work,
@@ -196,7 +214,7 @@ int mafl_identity_lend_dirs(const struct mafl_identity *id, const struct run_dir
 	memset(lent, 0, sizeof(*lent));
 	if (!id->own)
 		goto out;
-	if (ancestors_open(id, run_dir, why, why_size) < 0) {
+	if (ancestors_open(id, run_dir, lent->cover, sizeof(lent->cover), why, why_size) < 0) {
 		rc = -1;
 		goto out;
 	}

@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include "protocol.h"
 #include "run.h"
 
 struct mafl_identity {
@@ -20,6 +21,9 @@ struct mafl_lent_dirs {
 	int saved;
 	mode_t run_mode, tools_mode;
 	gid_t run_gid, tools_gid;
+	/* The topmost directory above R the identity cannot pass, which the program's process
+	 * covers (cover.h); "" when every one lets it pass. */
+	char cover[MAFP_RUN_DIR_MAX + 1];
 };
 
 /* Chooses the program's identity from --user and the launcher's privilege: --user as given
@@ -34,8 +38,9 @@ int mafl_identity_choose(const struct run_opts *o, pid_t supervisor, struct mafl
  * the program may add its requests but not touch the files of others), R/work, open as
  * work, and what it holds on the same file system (the program's), R/tmp, open as tmp (the
  * program's, 0700), and the channel's socket (group). What it changed is recorded in *lent
- * for mafl_identity_take_back. Closes calls and tmp. Returns 0, or -1 with a sentence in
- * why. */
+ * for mafl_identity_take_back, with the directory above R that the program's process must
+ * cover (lent->cover), when one does not let id pass and the launcher can cover it; when it
+ * cannot, the launch fails. Closes calls and tmp. Returns 0, or -1 with a sentence in why. */
 int mafl_identity_lend_dirs(const struct mafl_identity *id, const struct run_dirs *d, int work,
 			    int calls, int tmp, const char *run_dir, struct mafl_lent_dirs *lent,
 			    char *why, size_t why_size);

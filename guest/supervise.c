@@ -27,6 +27,7 @@
 
 #include "channel.h"
 #include "contain.h"
+#include "cover.h"
 #include "identity.h"
 #include "protocol.h"
 #include "run.h"
@@ -177,6 +178,8 @@ struct child_args {
 	const struct run_opts *o;
 	const struct mafl_identity *id;
 	int work;               /* R/work */
+	int run;                /* R */
+	const char *cover;      /* the directory above R to cover (cover.h); "": none */
 	int host_tools;         /* R/host_tools, for the witness */
 	int marker_r;           /* the witness's end of the hand-over pipe */
 	int out_w, msg_w, chan_fd;
@@ -318,8 +321,14 @@ static __attribute__((noreturn)) void child_exec(const struct child_args *a)
 		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, errno, "set up stdio");
 	if (fcntl(chan_fd, F_SETFD, 0) < 0)
 		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, errno, "pass on the call channel");
-	if (fchdir(a->work) < 0)
+	if (a->cover[0]) {
+		/* Before the identity is taken: it needs CAP_SYS_ADMIN. */
+		rc = mafl_cover_apply(a->cover, o->run_dir, a->run, &step);
+		if (rc < 0)
+			child_fail(msg_fd, MAFP_EXIT_LAUNCHER, -rc, step);
+	} else if (fchdir(a->work) < 0) {
 		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, errno, "enter the work directory");
+	}
 	rc = limit_child(o, a->id, &step);
 	if (rc < 0)
 		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, -rc, step);
@@ -872,8 +881,8 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 	{
 		/* Every descriptor the child should not keep is close-on-exec. */
 		struct cpu_hold cpus;
-		struct child_args a = {o, &s.id, work, d->host_tools, marker_pipe[0], out_pipe[1],
-				       msg_pipe[1], chan_fd, envp, &cpus};
+		struct child_args a = {o, &s.id, work, d->run, s.lent.cover, d->host_tools,
+				       marker_pipe[0], out_pipe[1], msg_pipe[1], chan_fd, envp, &cpus};
 
 		hold_cpu(&cpus);
 		/* A clone child (witness.h), as the witness it makes will be. */

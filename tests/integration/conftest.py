@@ -46,16 +46,6 @@ BUILD = _public_build()
 LAUNCHER = BUILD / "maf-launch"
 
 
-@pytest.fixture(autouse=True)
-def _run_dirs_open_to_the_run(tmp_path):
-    """pytest makes its temporary directories 0700; a run's directory must let the run's own
-    identity pass on the way down (the launcher refuses otherwise), as /tmp does."""
-    for d in (tmp_path, tmp_path.parent, tmp_path.parent.parent):
-        if d.owner() == "root" and str(d).startswith(tempfile.gettempdir()):
-            d.chmod(d.stat().st_mode | 0o011)
-    yield
-
-
 @pytest.fixture
 def launcher():
     assert LAUNCHER.exists(), f"{LAUNCHER} is not built (run make)"

@@ -63,16 +63,19 @@ def test_missing_program_on_path_is_127(run_dir):
     launch_failure(run_dir, "maf-no-such-program-anywhere", 127, r"not found")
 
 
-def test_non_executable_file_is_126(run_dir, tmp_path):
-    f = tmp_path / "not-executable"
+def test_non_executable_file_is_126(run_dir):
+    # In R: below pytest's private directory, R is all of it the program sees.
+    (run_dir / HOST_TOOLS).mkdir(exist_ok=True)
+    f = run_dir / HOST_TOOLS / "not-executable"
     f.write_text("#!/bin/sh\necho should not run\n")
     f.chmod(0o644)
     launch_failure(run_dir, str(f), 126, r"cannot execute")
     assert b"should not run" not in (run_dir / HOST_TOOLS / "program_output.txt").read_bytes()
 
 
-def test_directory_is_126(run_dir, tmp_path):
-    d = tmp_path / "a-directory"
+def test_directory_is_126(run_dir):
+    (run_dir / HOST_TOOLS).mkdir(exist_ok=True)
+    d = run_dir / HOST_TOOLS / "a-directory"
     d.mkdir()
     launch_failure(run_dir, str(d), 126, r"cannot execute")
 
