@@ -12,5 +12,6 @@ int cmd_relay(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_call(int argc, char **argv);
 int cmd_init(int argc, char **argv);
+int cmd_sleep(int argc, char **argv);
 
 #endif

@@ -22,6 +22,16 @@ static const struct command {
 	{"stop", cmd_stop, "end a run's whole process tree through its verified supervisor"},
 	{"reclaim", cmd_reclaim, "delete a run directory without following symlinks or mounts"},
 	{"init", cmd_init, "a container's PID 1: reap orphans, forward signals, stop cleanly"},
+	{"sleep", cmd_sleep, "pause as coreutils' sleep does (also run by the name sleep)"},
+};
+
+/* The commands maf-launch also answers to by the name it was run as (a link named so in an
+ * image with no coreutils), as busybox does. */
+static const struct applet {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+} applets[] = {
+	{"sleep", cmd_sleep},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
@@ -62,11 +72,26 @@ static void fill_stdio(void)
 		close(fd);
 }
 
+/* The last component of argv[0]. */
+static const char *base_name(const char *path)
+{
+	const char *slash = path ? strrchr(path, '/') : NULL;
+
+	return slash ? slash + 1 : path ? path : "";
+}
+
 int main(int argc, char **argv)
 {
+	const char *self = base_name(argc > 0 ? argv[0] : NULL);
 	size_t i;
 
 	fill_stdio();
+	for (i = 0; i < sizeof(applets) / sizeof(applets[0]); i++) {
+		if (strcmp(self, applets[i].name) == 0) {
+			mafl_prog = applets[i].name;
+			return applets[i].fn(argc, argv);
+		}
+	}
 	if (argc < 2) {
 		usage(stderr);
 		return MAFP_EXIT_USAGE;

@@ -21,6 +21,10 @@ images: all images-engine $(IMAGES_DIR)/hostcall-demo
 	mkdir -p $(IMAGES_DIR)/launcher $(IMAGES_DIR)/python-noshell $(IMAGES_DIR)/scratch-c/dirs/runs \
 		$(IMAGES_DIR)/scratch-c/dirs/tmp
 	cp images/launcher/Dockerfile $(BUILD)/maf-launch $(IMAGES_DIR)/launcher/
+	mkdir -p $(IMAGES_DIR)/launcher/links/usr/local/bin
+	ln -s maf-launch $(IMAGES_DIR)/launcher/links/usr/local/bin/sleep
+	tar -C $(IMAGES_DIR)/launcher/links --owner=0 --group=0 --numeric-owner --mtime=@0 \
+		--sort=name -cf $(IMAGES_DIR)/launcher/links.tar usr/local/bin/sleep
 	$(DOCKER) build -q -t $(IMAGE_PREFIX)/launcher $(IMAGES_DIR)/launcher
 	cp images/python-noshell/Dockerfile $(IMAGES_DIR)/python-noshell/
 	$(PYTHON) images/python-noshell/assemble.py $(IMAGES_DIR)/python-noshell/rootfs.tar
