@@ -47,13 +47,13 @@ int mafl_identity_choose(const struct run_opts *o, pid_t supervisor, struct mafl
 		id->own = euid == 0 && o->user_uid != 0;
 		id->uid = (uid_t)o->user_uid;
 		id->gid = (gid_t)o->user_gid;
-		id->per_run = id->uid >= MAFL_RUN_ID_BASE && id->uid < MAFL_RUN_ID_MAX;
+		id->per_run = mafl_is_run_id(id->uid);
 		return 0;
 	}
 	if (euid == 0) {
 		id->own = id->per_run = 1;
-		id->uid = MAFL_RUN_ID_BASE + (uid_t)supervisor;
-		id->gid = MAFL_RUN_ID_BASE + (gid_t)supervisor;
+		id->uid = mafl_run_id(supervisor);
+		id->gid = mafl_run_id(supervisor);
 		return 0;
 	}
 	id->uid = euid;

@@ -11,7 +11,7 @@
 
 struct mafl_identity {
 	int own;                /* the program runs under uid/gid, not the launcher's */
-	int per_run;            /* uid/gid is MAFL_RUN_ID_BASE + the supervisor's pid */
+	int per_run;            /* uid/gid is mafl_run_id(the supervisor's pid) */
 	uid_t uid;
 	gid_t gid;
 };
@@ -27,7 +27,7 @@ struct mafl_lent_dirs {
 };
 
 /* Chooses the program's identity from --user and the launcher's privilege: --user as given
- * (only a privileged launcher can take it), else MAFL_RUN_ID_BASE + supervisor when root,
+ * (only a privileged launcher can take it), else mafl_run_id(supervisor) when root,
  * else the launcher's own. Returns 0, or -1 with a sentence in why. */
 int mafl_identity_choose(const struct run_opts *o, pid_t supervisor, struct mafl_identity *id,
 			 char *why, size_t why_size);

@@ -59,8 +59,9 @@ static void usage(FILE *f)
 		"                          itself (default: no limit of its own)\n"
 		"  --user UID[:GID]        run PROGRAM as UID (and GID, default UID); needs a\n"
 		"                          privileged launcher. Default when the launcher is root:\n"
-		"                          an identity of the run's own, 268435456 + the\n"
-		"                          supervisor's pid; otherwise the launcher's own.\n"
+		"                          an identity of the run's own, 1048576 + the\n"
+		"                          supervisor's pid (268435456 + it from 1048576 on);\n"
+		"                          otherwise the launcher's own.\n"
 		"                          --user 0 keeps root and its capabilities: only for\n"
 		"                          a program trusted more than the sandbox\n"
 		"  --max-procs N           processes and threads of the run's identity, when it\n"
@@ -300,8 +301,11 @@ char **run_build_env(char *const *env, const char *run_dir)
 	*w = '\0';
 	newenv[out++] = pp;
 	for (i = 0; env[i]; i++) {
-		/* The channel variables of an enclosing run are not this run's. */
-		if (env_is(env[i], "PYTHONPATH") || env_is(env[i], "PYTHONUNBUFFERED") ||
+		/* The channel variables of an enclosing run are not this run's. maf_kept and
+		 * maf_entry are the shell launcher's own variables, which it unsets: an image
+		 * exporting either does not pass it to the program there, nor here. */
+		if (env_is(env[i], "maf_kept") || env_is(env[i], "maf_entry") ||
+		    env_is(env[i], "PYTHONPATH") || env_is(env[i], "PYTHONUNBUFFERED") ||
 		    env_is(env[i], "PYTHONNOUSERSITE") || env_is(env[i], "MAF_HOST_TOOLS_FD") ||
 		    env_is(env[i], "MAF_HOST_TOOLS_SOCKET") || env_is(env[i], "MAF_HOST_TOOLS") ||
 		    env_is(env[i], "TMPDIR") || env_is(env[i], "TMP") || env_is(env[i], "TEMP"))

@@ -19,12 +19,32 @@
 #else
 #define MAFL_DEFAULT_MAX_MEMORY (4ull << 30)
 #endif
-/* A privileged launcher runs each program under an identity of the run's own: uid and gid
- * MAFL_RUN_ID_BASE + the supervisor's pid, which no other live run can have (pids are
- * unique), far above any account or system id. `maf-launch stop` derives it from the pid
- * it is given, to end a run whose supervisor is gone. */
+/* A privileged launcher runs each program under an identity of the run's own, derived from
+ * the supervisor's pid, which no other live run can have (pids are unique), far above any
+ * account or system id: uid and gid 2^20 + the pid for a pid below 2^20 (every pid in a
+ * container, and on a host whose pid_max is the kernel's default), else 2^28 + the pid. The
+ * first range ends at 2^21, where a tar's 7 octal digits of owner end: a file of the run's
+ * own is then described by the one ustar header a Docker backend reading the first block of
+ * `docker cp` (maf-sandbox-docker's) expects, not behind a pax header. `maf-launch stop`
+ * derives the identity from the pid it is given, to end a run whose supervisor is gone. */
+#define MAFL_RUN_ID_LOW 0x100000u
+#define MAFL_RUN_ID_LOW_MAX 0x200000u
 #define MAFL_RUN_ID_BASE 0x10000000u
 #define MAFL_RUN_ID_MAX (MAFL_RUN_ID_BASE + 0x400000u)   /* pids are below 2^22 */
+
+/* The uid and gid of the run whose supervisor is pid. */
+static inline unsigned mafl_run_id(pid_t supervisor)
+{
+	return (unsigned)supervisor < MAFL_RUN_ID_LOW ? MAFL_RUN_ID_LOW + (unsigned)supervisor
+						      : MAFL_RUN_ID_BASE + (unsigned)supervisor;
+}
+
+/* 1 if id is one mafl_run_id gives. */
+static inline int mafl_is_run_id(unsigned id)
+{
+	return (id >= MAFL_RUN_ID_LOW && id < MAFL_RUN_ID_LOW_MAX) ||
+	       (id >= MAFL_RUN_ID_BASE + MAFL_RUN_ID_LOW && id < MAFL_RUN_ID_MAX);
+}
 /* The run's private temporary directory, R/tmp: TMPDIR, TMP and TEMP name it. */
 #define MAFL_DIR_TMP "tmp"
 #define MAFL_WRITABLE_MAX 16
@@ -76,7 +96,9 @@ void run_parse_args(int argc, char **argv, struct run_opts *o);
 
 /* Builds the program's environment from env (NULL-terminated): PYTHONPATH rebuilt with
  * R/host_tools first then only inherited entries that are absolute, canonical and outside
- * R; PYTHONUNBUFFERED=1; PYTHONNOUSERSITE=1; TMPDIR, TMP and TEMP set to R/tmp. Returns an array from mafl_arena_calloc
+ * R; PYTHONUNBUFFERED=1; PYTHONNOUSERSITE=1; TMPDIR, TMP and TEMP set to R/tmp; maf_kept and
+ * maf_entry (the shell launcher's variables, which it unsets) left out. Returns an array
+ * from mafl_arena_calloc
  * (util.h) whose first entry (PYTHONPATH) is allocated the same way and whose others are
  * env's own strings or constants, or NULL on allocation failure. Free it with
  * run_free_env(). */

@@ -52,7 +52,8 @@ static void usage(FILE *f)
 	      "may then be missing).\n"
 	      "Prints the exit record (R/host_tools/program_exit.json) if there is one.\n"
 	      "When the launcher was root, every process of the run's own identity (uid\n"
-	      "268435456 + P) is killed too, wherever it went: also when P is gone, so that\n"
+	      "1048576 + P, or 268435456 + P from P 1048576 on) is killed too, wherever it\n"
+	      "went: also when P is gone, so that\n"
 	      "nothing of a run whose supervisor was killed survives it.\n"
 	      "\n"
 	      "  --run-dir R          the run directory (required)\n"
@@ -206,8 +207,8 @@ static int print_exit_record(const char *run_dir)
 static void sweep(pid_t supervisor)
 {
 	struct mafl_identity id = {.own = 1, .per_run = 1,
-				   .uid = MAFL_RUN_ID_BASE + (uid_t)supervisor,
-				   .gid = MAFL_RUN_ID_BASE + (gid_t)supervisor};
+				   .uid = mafl_run_id(supervisor),
+				   .gid = mafl_run_id(supervisor)};
 
 	if (geteuid() == 0 && mafl_identity_sweep(&id, 1) > 0)
 		warnx("killed what was left of the run of supervisor %d", (int)supervisor);

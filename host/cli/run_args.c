@@ -341,7 +341,7 @@ static const struct cli_option options[] = {
 	 "Landlock where the kernel has it (default: auto)"},
 	{"--user", "UID[:GID]", set_word, AT(user),
 	 "the program's identity (default, when the launcher is root: one of the run's own, "
-	 "268435456 + the supervisor's pid; 0 keeps root, for a program trusted more than the "
+	 "1048576 + the supervisor's pid, or 268435456 + it from 1048576 on; 0 keeps root, for a program trusted more than the "
 	 "sandbox)"},
 	{"--max-procs", "N", set_limit, AT(max_procs),
 	 "processes and threads of the run's own identity (default: 256; 0: none)"},

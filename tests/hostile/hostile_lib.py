@@ -19,9 +19,14 @@ BUILD = _conf.BUILD
 HOST = BUILD / "maf-host"
 LAUNCHER = BUILD / "maf-launch"
 IS_ROOT = os.geteuid() == 0
-# The identities a root launcher gives runs (guest/run.h).
-RUN_ID_BASE = 0x10000000
-RUN_ID_END = RUN_ID_BASE + 0x400000
+# The identities a root launcher gives runs (guest/run.h): 2^20 + the supervisor's pid below
+# 2^20, 2^28 + it from there on.
+def run_id(supervisor):
+    return (1 << 20) + supervisor if supervisor < (1 << 20) else (1 << 28) + supervisor
+
+
+def is_run_id(uid):
+    return (1 << 20) <= uid < (1 << 21) or (1 << 28) + (1 << 20) <= uid < (1 << 28) + (1 << 22)
 
 # Every hostile program starts with this: attempt(name, fn) records "ok" (fn returned
 # without raising) or the errno's name; sc() makes a raw system call through libc.
@@ -103,8 +108,8 @@ def run_processes(supervisor=None):
             continue
         uid = int(st.split("\nUid:")[1].split()[0])
         state = st.split("\nState:")[1].split()[0]
-        if supervisor is not None and uid != RUN_ID_BASE + supervisor:
+        if supervisor is not None and uid != run_id(supervisor):
             continue
-        if RUN_ID_BASE <= uid < RUN_ID_END and state != "Z":
+        if is_run_id(uid) and state != "Z":
             out.append((int(d.name), uid))
     return out

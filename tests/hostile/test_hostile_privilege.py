@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from hostile_lib import RUN_ID_BASE, RUN_ID_END, denied, run_hostile
+from hostile_lib import denied, is_run_id, run_hostile
 
 
 def test_identity_is_unprivileged_and_its_own():
@@ -22,7 +22,7 @@ report(uid=os.getuid(), euid=os.geteuid(), gid=os.getgid(), groups=os.getgroups(
        seccomp=st.split("Seccomp:")[1].split()[0], umask=oct(os.umask(0o77)))
 ''')
     assert r is not None, proc.stderr
-    assert RUN_ID_BASE <= r["uid"] < RUN_ID_END and r["euid"] == r["uid"]
+    assert is_run_id(r["uid"]) and r["euid"] == r["uid"]
     assert r["gid"] == r["uid"] and r["groups"] == []
     assert set(r["caps"].values()) == {"0000000000000000"}, r["caps"]
     assert r["nnp"] == "1" and r["seccomp"] == "2" and r["umask"] == "0o77"

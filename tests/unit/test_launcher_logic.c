@@ -146,7 +146,10 @@ static void test_build_env_rebuilds_pythonpath(void **state)
 		"PATH=/usr/bin:/bin",
 		"PYTHONPATH=/opt/a:rel:/tmp/run/host_tools:/opt/../etc:/opt/b::/tmp/runner",
 		"TMPDIR=/tmp",
+		"maf_kept=the image's own",
 		"HOME=/root",
+		"maf_entry=",
+		"maf_kept_too=kept",
 		NULL,
 	};
 	char **env;
@@ -159,14 +162,16 @@ static void test_build_env_rebuilds_pythonpath(void **state)
 	assert_int_equal(env_prefix_count(env, "PYTHONPATH="), 1);
 	/* Everything else kept, in order, then the two settings. */
 	assert_string_equal(env[1], "PATH=/usr/bin:/bin");
+	/* Not the shell launcher's two variables, which it unsets (an image's included). */
 	assert_string_equal(env[2], "HOME=/root");
-	assert_string_equal(env[3], "PYTHONUNBUFFERED=1");
-	assert_string_equal(env[4], "PYTHONNOUSERSITE=1");
+	assert_string_equal(env[3], "maf_kept_too=kept");
+	assert_string_equal(env[4], "PYTHONUNBUFFERED=1");
+	assert_string_equal(env[5], "PYTHONNOUSERSITE=1");
 	/* The run's private temporary directory, under the three names programs look for. */
-	assert_string_equal(env[5], "TMPDIR=" R "/tmp");
-	assert_string_equal(env[6], "TMP=" R "/tmp");
-	assert_string_equal(env[7], "TEMP=" R "/tmp");
-	assert_int_equal(env_count(env), 8);
+	assert_string_equal(env[6], "TMPDIR=" R "/tmp");
+	assert_string_equal(env[7], "TMP=" R "/tmp");
+	assert_string_equal(env[8], "TEMP=" R "/tmp");
+	assert_int_equal(env_count(env), 9);
 	/* The inherited TMPDIR is replaced, not kept beside the run's. */
 	assert_int_equal(env_prefix_count(env, "TMPDIR="), 1);
 	/* Borrowed, not copied: the caller's strings live as long as the launcher does. */
