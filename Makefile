@@ -73,8 +73,9 @@ PROBE_BIN := $(patsubst tests/probes/%.c,$(BUILD)/probes/%,$(PROBE_SRC))
 
 TP_STAMP := $(TP)/.stamp
 
-.PHONY: all deps setup test unit integration hostile docker python asan fuzz bench-launch bench-calls \
-	bench-docker bench-transports bench-python demo demo-docker clean size probes install install-check shim-check
+.PHONY: all deps setup test unit integration hostile docker python upstream asan fuzz \
+	bench-launch bench-calls bench-docker bench-transports bench-python demo demo-docker \
+	clean size probes install install-check shim-check
 .DELETE_ON_ERROR:
 
 all: $(BUILD)/maf-launch $(BUILD)/libmafhost.a $(BUILD)/$(MAFH_SO) \
@@ -219,6 +220,20 @@ python: all
 	MAF_BUILD=$(abspath $(BUILD)) $(if $(SAN),LD_PRELOAD=$$($(CC) -print-file-name=libasan.so)) \
 		$(PYTHON) -m pytest -q -p no:cacheprovider tests/python
 
+# maf-sandbox 0.21 itself (../shared/upstream, beside the checkout) with maf-launch swapped in
+# for its shell launcher (tests/upstream): in a Debian 13 root (maf-sandbox needs Python 3.12
+# or later), made once by .ci/debian13 and entered, as root, by tests/upstream/enter.
+# Skipped, with the reason, where the upstream folder is absent. Needs the static launcher
+# (the root has no sanitizer runtime) and, for its Docker test, make images.
+UPSTREAM_DIR ?= $(abspath ..)/shared/upstream
+UPSTREAM_ROOT ?= $(BUILD)/debian13
+upstream: all
+	@if [ ! -d "$(UPSTREAM_DIR)/packages/maf-sandbox" ]; then \
+		echo "make upstream: skipped: maf-sandbox's code is not at $(UPSTREAM_DIR)"; exit 0; fi; \
+	bash .ci/debian13 $(UPSTREAM_ROOT) && \
+	MAF_BUILD=$(abspath $(BUILD)) tests/upstream/enter $(UPSTREAM_ROOT) \
+		python3 -m pytest -q -p no:cacheprovider tests/upstream
+
 # The README's test command: set up the machine, build, run every test.
 test: setup
 	$(MAKE) all
@@ -231,6 +246,7 @@ test: setup
 	$(MAKE) images-test
 	$(MAKE) docker
 	$(MAKE) python
+	$(MAKE) upstream
 
 # The same suites with AddressSanitizer and UndefinedBehaviorSanitizer: the launcher is built
 # against glibc for it (sanitizers need a dynamic C library), the host side as usual. The unit
