@@ -58,10 +58,18 @@ int mafl_policy_option(struct mafl_policy *p, const char *opt, const char *val);
  * the run's own; no device made anywhere, and (ABI 5+) no ioctl on a device; with egress
  * closed (ABI 4+) no TCP bind or connect; (ABI 6+) no signals to, and no abstract unix
  * sockets of, processes outside the run. A path that is absent or beyond the program's
- * reach adds nothing. Returns the ABI enforced (> 0), 0 if the kernel has no Landlock, or a
- * negative errno. */
-int mafl_landlock_apply(const struct mafl_policy *p, const char *run_dir,
+ * reach adds nothing. ruleset is what mafl_landlock_ruleset made for p, which this takes
+ * over (closes), or negative to make it here. Returns the ABI enforced (> 0), 0 if the
+ * kernel has no Landlock, or a negative errno. */
+int mafl_landlock_apply(const struct mafl_policy *p, int ruleset, const char *run_dir,
 			const char *const *writable);
+
+/* The part of that ruleset no run changes: the reads (every entry of / but /dev), the
+ * devices and, with p->own_identity, /dev/shm; built with raw system calls only, so that
+ * the launcher may build it while it shares the supervisor's memory (spawn.h), for
+ * mafl_landlock_apply to finish in the program's process. Returns a close-on-exec
+ * descriptor, -ENOSYS without Landlock, or another negative errno. */
+int mafl_landlock_ruleset(const struct mafl_policy *p);
 /* The first Landlock ABI with signal and abstract-socket scopes. */
 #define MAFL_LANDLOCK_ABI_SCOPE 6
 /* Names a result of mafl_landlock_apply for program_exit.json: "abi-N", "unsupported",

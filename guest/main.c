@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "profile.h"
 #include "protocol.h"
 #include "util.h"
 
@@ -85,6 +86,7 @@ int main(int argc, char **argv)
 	const char *self = base_name(argc > 0 ? argv[0] : NULL);
 	size_t i;
 
+	MAFL_MARK("launcher: main");
 	fill_stdio();
 	for (i = 0; i < sizeof(applets) / sizeof(applets[0]); i++) {
 		if (strcmp(self, applets[i].name) == 0) {

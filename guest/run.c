@@ -16,7 +16,10 @@
 
 #include "channel.h"
 #include "commands.h"
+#include "contain.h"
+#include "identity.h"
 #include "protocol.h"
+#include "profile.h"
 #include "run.h"
 #include "spawn.h"
 #include "util.h"
@@ -389,6 +392,7 @@ struct supervisor_args {
 	const struct run_opts *o;
 	const struct run_dirs *d;
 	int report_r, report_w;
+	struct mafl_cpu_hold away;
 };
 
 static int supervisor_main(void *arg)
@@ -396,7 +400,30 @@ static int supervisor_main(void *arg)
 	const struct supervisor_args *a = arg;
 
 	close(a->report_r);
-	supervise(a->o, a->d, a->report_w);
+	supervise(a->o, a->d, a->report_w, &a->away);
+}
+
+/* The CPU the supervisor is put on, other than the one this process runs on, into *one; -1
+ * where there is none (one CPU allowed, over 1024, or the affinity cannot be read). The
+ * caller's affinity goes into *saved. */
+static int other_cpu(cpu_set_t *saved, cpu_set_t *one)
+{
+	unsigned cpu;
+	int n = (int)(sizeof(*saved) * 8), i;
+
+	if (sched_getaffinity(0, sizeof(*saved), saved) < 0 || CPU_COUNT(saved) < 2 ||
+	    syscall(SYS_getcpu, &cpu, NULL, NULL) < 0 || cpu >= (unsigned)n)
+		return -1;
+	for (i = 1; i < n; i++) {
+		int c = (int)((cpu + (unsigned)i) % (unsigned)n);
+
+		if (CPU_ISSET(c, saved)) {
+			CPU_ZERO(one);
+			CPU_SET(c, one);
+			return c;
+		}
+	}
+	return -1;
 }
 
 /* die() for finish(): "maf-launch run" and the rest of the line (": ...\n"), raw. */
@@ -489,6 +516,20 @@ static int hand_over_listener(int host_tools, int sock)
 	return 1;
 }
 
+/* The part of the program's Landlock ruleset no run changes (mafl_landlock_ruleset), built
+ * here while the supervisor gets the run ready rather than in the program's process, where
+ * it was a good part of the launch (an open, a look and a rule for each entry of /), and
+ * sent on sock as the files are: the descriptor, or why there is none (-ENOSYS: Landlock
+ * off, or not in this kernel). Returns 1. */
+static int hand_over_ruleset(const struct run_opts *o, int own_identity, int sock)
+{
+	struct mafl_policy p = o->policy;
+
+	p.own_identity = own_identity;
+	send_opened(sock, o->policy.landlock ? mafl_landlock_ruleset(&p) : -ENOSYS);
+	return 1;
+}
+
 /* What the launcher makes while the supervisor gets ready, rather than wait: on some file
  * systems a new inode costs more than the rest of the launch (ext4 without a journal steps
  * over every recently freed one, and a new directory costs more still). Each goes to the
@@ -496,16 +537,19 @@ static int hand_over_listener(int host_tools, int sock)
  * program_output.txt (hand_over), R/host_tools/host_tool_calls and R/tmp (hand_over_dir),
  * which the supervisor needs before it starts the program (a failure of any is the
  * launch's), the channel's listening socket (hand_over_listener: the run goes on without
- * it), then the session marker's staging file, which it needs once the program has started
+ * it), the Landlock ruleset (hand_over_ruleset: the program's process makes it without),
+ * then the session marker's staging file, which it needs once the program has started
  * (without it, it publishes the marker the usual way). The first failure ends the list.
  * Returns 1 if the staging file was made here. */
-static int make_launch_files(const struct run_dirs *d, int report_r)
+static int make_launch_files(const struct run_opts *o, const struct run_dirs *d,
+			     int own_identity, int report_r)
 {
 	return hand_over_work(d->run, report_r) &&
 	       hand_over(d->host_tools, MAFP_FILE_OUTPUT, report_r) &&
 	       hand_over_dir(d->host_tools, MAFP_DIR_CALLS, 0777, report_r) &&
 	       hand_over_dir(d->run, MAFL_DIR_TMP, 0700, report_r) &&
 	       hand_over_listener(d->host_tools, report_r) &&
+	       hand_over_ruleset(o, own_identity, report_r) &&
 	       hand_over(d->host_tools, session_part, report_r);
 }
 
@@ -528,6 +572,7 @@ static __attribute__((noreturn)) void finish(pid_t sup, int report_r, const stru
 			break;
 		got += (size_t)n;
 	}
+	MAFL_MARK("launcher: report read");
 	if (staged && (got != sizeof(rep) || rep.exit_code != 0))
 		mafl_raw_unlinkat(d->host_tools, session_part);
 	if (got != sizeof(rep) || rep.len >= sizeof(rep.text)) {
@@ -546,6 +591,8 @@ static __attribute__((noreturn)) void finish(pid_t sup, int report_r, const stru
 		}
 		len += (size_t)n;
 	}
+	MAFL_MARK("launcher: report written, exits");
+	MAFL_PROFILE_PRINT();
 	mafl_raw_exit(rep.exit_code);
 }
 
@@ -555,10 +602,14 @@ int cmd_run(int argc, char **argv)
 	static struct run_opts o;
 	static struct run_dirs d;
 	static struct supervisor_args a;
-	int sv[2];
+	struct mafl_identity id;
+	char why[8];
+	cpu_set_t away;
+	int sv[2], other, own;
 	pid_t sup;
 
 	run_parse_args(argc, argv, &o);
+	MAFL_MARK("launcher: options parsed");
 	/* Descriptors the caller leaked to us (beyond stdio) must reach neither the supervisor
 	 * nor the program: one of them may be the write end of a pipe the caller reads to EOF. */
 	if (syscall(SYS_close_range, 3u, ~0u, 0u) < 0) {
@@ -568,9 +619,11 @@ int cmd_run(int argc, char **argv)
 			close(fd);
 	}
 	open_dirs(&o, &d);
+	MAFL_MARK("launcher: R and R/host_tools opened");
 	o.envp = run_build_env(environ, o.run_dir);
 	if (!o.envp)
 		die(MAFP_EXIT_LAUNCHER, "out of memory");
+	MAFL_MARK("launcher: environment built");
 	/* A socket, not a pipe: the report comes back on it, and the files the launcher makes
 	 * go the other way (make_launch_files). */
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
@@ -580,10 +633,28 @@ int cmd_run(int argc, char **argv)
 	a.d = &d;
 	a.report_r = sv[0];
 	a.report_w = sv[1];
+	/* Whether the program will run under an identity of its own, as the supervisor will
+	 * choose it (its uid does not matter here; a choice that fails fails the launch there). */
+	own = mafl_identity_choose(&o, 0, &id, why, sizeof(why)) == 0 && id.own;
+	other = other_cpu(&a.away.saved, &away);
 	sup = mafl_spawn_shared(supervisor_main, &a);
 	if (sup < 0)
 		die_errno(MAFP_EXIT_LAUNCHER, "cannot start the supervisor");
+	/* The supervisor on another CPU than this one, while this one makes the launch's files
+	 * (make_launch_files): a new process is otherwise placed here most of the time, behind
+	 * this one, so that its set-up waits for the files (on ext4, a few hundred
+	 * microseconds) rather than go on beside them. It gives the caller's affinity back
+	 * once the program has started (supervise). Best effort: held says whether it took. */
+	if (other >= 0)
+		a.away.held = mafl_raw_syscall(SYS_sched_setaffinity, sup, sizeof(away),
+					       (long)&away) == 0;
 	/* From here on the supervisor owns the heap, stdio and errno. */
+	MAFL_MARK("launcher: supervisor started");
 	mafl_raw_close(sv[1]);
-	finish(sup, sv[0], &d, make_launch_files(&d, sv[0]));
+	{
+		int staged = make_launch_files(&o, &d, own, sv[0]);
+
+		MAFL_MARK("launcher: launch files made and sent");
+		finish(sup, sv[0], &d, staged);
+	}
 }

@@ -3,6 +3,7 @@
 #ifndef MAFL_RUN_H
 #define MAFL_RUN_H
 
+#include <sched.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -108,11 +109,20 @@ void run_free_env(char **env);
 /* Keeps or drops one inherited PYTHONPATH entry (1 keep, 0 drop), as the shell launcher does. */
 int run_pythonpath_entry_ok(const char *entry, size_t len, const char *run_dir);
 
+/* The CPUs of a launch: the caller's affinity (saved), and whether a process of the launch is
+ * held to one of them (held), to be given saved back. */
+struct mafl_cpu_hold {
+	cpu_set_t saved;
+	int held;
+};
+
 /* The supervisor: starts the program, reports the launch through report_fd, then
  * supervises it to the end and writes the markers. Never returns. It may share the
- * launcher's memory (spawn.h): o and d must stay as they are. report_fd is a stream
- * socket on which the launcher also sends the files it makes for the launch (run.c). */
+ * launcher's memory (spawn.h): o, d and away must stay as they are. report_fd is a stream
+ * socket on which the launcher also sends the files it makes for the launch (run.c). away
+ * says whether the launcher put the supervisor on a CPU other than its own (held) and the
+ * affinity to give back (saved) once the program's process has exec'd. */
 __attribute__((noreturn)) void supervise(const struct run_opts *o, const struct run_dirs *d,
-					 int report_fd);
+					 int report_fd, const struct mafl_cpu_hold *away);
 
 #endif

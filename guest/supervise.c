@@ -29,6 +29,7 @@
 #include "contain.h"
 #include "cover.h"
 #include "identity.h"
+#include "profile.h"
 #include "protocol.h"
 #include "run.h"
 #include "spawn.h"
@@ -139,13 +140,6 @@ static uint64_t ignored_signals(void)
 	return p < end ? mask : ~(uint64_t)0;
 }
 
-/* The CPUs this process may run on, while it keeps to one of them to start the program's
- * process (hold_cpu). */
-struct cpu_hold {
-	cpu_set_t saved;
-	int held;
-};
-
 /* Keeps this process on the CPU it runs on, and so the program's process it is about to
  * start, which inherits the affinity: a new process is otherwise placed on the idlest CPU,
  * which on an idle machine wakes another CPU only to have this one wait for it (the vfork
@@ -153,7 +147,7 @@ struct cpu_hold {
  * (child_exec), and this one once it returns (release_cpu). Nothing is held where the
  * affinity cannot be read whole (over 1024 CPUs) or changed, or allows one CPU only. The
  * CPU is asked by system call: sched_getcpu() would map the vDSO (util.h). */
-static void hold_cpu(struct cpu_hold *h)
+static void hold_cpu(struct mafl_cpu_hold *h)
 {
 	cpu_set_t one;
 	unsigned cpu;
@@ -169,7 +163,7 @@ static void hold_cpu(struct cpu_hold *h)
 }
 
 /* Restores the affinity hold_cpu() found, if it held. Returns 0 or -1 with errno set. */
-static int release_cpu(const struct cpu_hold *h)
+static int release_cpu(const struct mafl_cpu_hold *h)
 {
 	return h->held ? sched_setaffinity(0, sizeof(h->saved), &h->saved) : 0;
 }
@@ -181,10 +175,11 @@ struct child_args {
 	int run;                /* R */
 	const char *cover;      /* the directory above R to cover (cover.h); "": none */
 	int host_tools;         /* R/host_tools, for the witness */
+	int ruleset;            /* the Landlock ruleset the launcher began (run.c), or -1 */
 	int marker_r;           /* the witness's end of the hand-over pipe */
 	int out_w, msg_w, chan_fd;
 	char **envp;
-	const struct cpu_hold *cpus;
+	const struct mafl_cpu_hold *cpus;
 };
 
 /* The limits of the program's process: no core, and with an identity of the run's own, at
@@ -272,7 +267,7 @@ static int exec_search(const char *file, char *const argv[], char *const envp[])
  * Landlock, seccomp, in that order), exec. */
 static __attribute__((noreturn)) void child_exec(const struct child_args *a)
 {
-	const struct run_opts *o = a->o;
+	const struct run_opts *o = (MAFL_MARK("program: process started"), a->o);
 	int out_w = a->out_w, msg_fd = a->msg_w, chan_fd = a->chan_fd;
 	char **envp = a->envp;
 	struct mafl_policy policy = o->policy;
@@ -301,6 +296,7 @@ static __attribute__((noreturn)) void child_exec(const struct child_args *a)
 	}
 	if (setsid() < 0)
 		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, errno, "create a session");
+	MAFL_MARK("program: signals reset, session made");
 	{
 		/* Before anything of the program's containment: the witness is the launcher's. */
 		struct child_msg m;
@@ -314,6 +310,7 @@ static __attribute__((noreturn)) void child_exec(const struct child_args *a)
 		m.code = (int)w;
 		write_all(msg_fd, &m, sizeof(m));
 	}
+	MAFL_MARK("program: witness started");
 	devnull = openat(AT_FDCWD, "/dev/null", O_RDONLY | O_CLOEXEC);
 	if (devnull < 0)
 		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, errno, "open /dev/null");
@@ -329,23 +326,27 @@ static __attribute__((noreturn)) void child_exec(const struct child_args *a)
 	} else if (fchdir(a->work) < 0) {
 		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, errno, "enter the work directory");
 	}
+	MAFL_MARK("program: stdio, channel, working directory");
 	rc = limit_child(o, a->id, &step);
 	if (rc < 0)
 		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, -rc, step);
+	MAFL_MARK("program: limits");
 	rc = mafl_identity_take(a->id, &step);
 	if (rc < 0)
 		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, -rc, step);
 	/* What the program makes is its own alone: other runs may share a place it writes
 	 * (/dev/shm, a --writable directory). */
+	MAFL_MARK("program: identity taken");
 	umask(077);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, errno, "set no_new_privs");
+	MAFL_MARK("program: no_new_privs");
 	if (o->policy.landlock) {
 		struct child_msg m;
 		int abi;
 
 		policy.own_identity = a->id->own;
-		abi = mafl_landlock_apply(&policy, o->run_dir, o->writable);
+		abi = mafl_landlock_apply(&policy, a->ruleset, o->run_dir, o->writable);
 
 		memset(&m, 0, sizeof(m));
 		m.kind = CHILD_LANDLOCK;
@@ -353,6 +354,7 @@ static __attribute__((noreturn)) void child_exec(const struct child_args *a)
 		policy.signals_scoped = abi >= MAFL_LANDLOCK_ABI_SCOPE;
 		write_all(msg_fd, &m, sizeof(m));
 	}
+	MAFL_MARK("program: Landlock");
 	/* Should the supervisor die anyway (SIGKILL from outside the run), the program goes too.
 	 * Set after the identity is taken: a change of credentials clears it. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
@@ -364,9 +366,11 @@ static __attribute__((noreturn)) void child_exec(const struct child_args *a)
 	 * filter, which may not allow it. */
 	if (release_cpu(a->cpus) < 0)
 		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, errno, "restore the CPU affinity");
+	MAFL_MARK("program: tied, CPU affinity back");
 	rc = mafl_seccomp_load(&policy);
 	if (rc < 0)
 		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, -rc, "load the seccomp filter");
+	MAFL_MARK("program: seccomp loaded, exec");
 	exec_search(o->argv[0], o->argv, envp);
 	child_fail(msg_fd, errno == ENOENT ? MAFP_EXIT_NOT_FOUND : MAFP_EXIT_CANNOT_EXEC, errno,
 		   "exec");
@@ -780,7 +784,8 @@ static void publish_pid_markers(struct sup *s, int report_fd)
 		publish_at(ht, MAFP_MARKER_PID, num, (size_t)n, 0);
 }
 
-void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd)
+void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd,
+	       const struct mafl_cpu_hold *away)
 {
 	struct sup s;
 	struct child_msg fail;
@@ -793,6 +798,7 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 	int chan_fd, rc, work;
 	int calls, tmp, listener;
 
+	MAFL_MARK("supervisor: started");
 	memset(&s, 0, sizeof(s));
 	s.o = o;
 	s.d = d;
@@ -845,6 +851,7 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 			    strerror(errno));
 		_exit(1);
 	}
+	MAFL_MARK("supervisor: descriptors, subreaper, pipes");
 	/* What the launcher made meanwhile (run.c): R/work, program_output.txt, the calls
 	 * directory, R/tmp and the channel's listening socket. */
 	work = take_subdir(report_fd, o->run_dir, MAFP_DIR_WORK);
@@ -857,6 +864,7 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 	calls = take_subdir(report_fd, o->run_dir, MAFP_DIR_HOST_TOOLS "/" MAFP_DIR_CALLS);
 	tmp = take_subdir(report_fd, o->run_dir, MAFL_DIR_TMP);
 	listener = take_launcher_file(report_fd, &rc);
+	MAFL_MARK("supervisor: the launcher's files taken");
 	rc = channel_open(&ch, d->host_tools, listener, &copts, &chan_fd);
 	envp = rc == 0 ? channel_env(o->envp, chan_fd, o->tools, o->run_dir) : NULL;
 	if (!envp) {
@@ -865,6 +873,7 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 		_exit(1);
 	}
 	s.out_r = out_pipe[0];
+	MAFL_MARK("supervisor: channel open, environment");
 	{
 		char why[MAFP_RUN_DIR_MAX + 128];
 
@@ -876,19 +885,29 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 			_exit(1);
 		}
 	}
+	MAFL_MARK("supervisor: identity chosen, run directory lent");
 	/* The launch path: nothing before it has used the vDSO (util.h). */
 	s.start_ms = now_ms_syscall();
 	{
 		/* Every descriptor the child should not keep is close-on-exec. */
-		struct cpu_hold cpus;
+		struct mafl_cpu_hold cpus;
+		int err, ruleset = take_launcher_file(report_fd, &err);
 		struct child_args a = {o, &s.id, work, d->run, s.lent.cover, d->host_tools,
-				       marker_pipe[0], out_pipe[1], msg_pipe[1], chan_fd, envp, &cpus};
+				       ruleset, marker_pipe[0], out_pipe[1], msg_pipe[1], chan_fd,
+				       envp, &cpus};
 
-		hold_cpu(&cpus);
+		/* Held to one CPU already (run.c), or held here to this one. */
+		if (away->held)
+			cpus = *away;
+		else
+			hold_cpu(&cpus);
 		/* A clone child (witness.h), as the witness it makes will be. */
 		s.pid = mafl_spawn_vfork_signal(child_main, &a, MAFL_CHILD_EXIT_SIGNAL);
+		MAFL_MARK("supervisor: the program's process has exec'd (vfork returned)");
 		if (s.pid >= 0)
 			release_cpu(&cpus);
+		if (ruleset >= 0)
+			close(ruleset);
 	}
 	if (s.pid < 0) {
 		int e = errno;
@@ -914,8 +933,10 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 		launch_failed(&s, report_fd, &fail);
 	}
 	close(msg_pipe[0]);
+	MAFL_MARK("supervisor: exec confirmed (its messages read)");
 	channel_set_witness(ch, s.witness);
 	publish_pid_markers(&s, report_fd);
+	MAFL_MARK("supervisor: pid and session markers published");
 	send_started(report_fd, s.pid, &s.id, s.landlock);
 	if (o->timeout_ms > 0)
 		arm(tfd, o->timeout_ms);

@@ -10,10 +10,20 @@ $(BUILD)/bench_launch: tests/bench/bench_launch.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) -O2 -o $@ $<
 
-bench-launch: $(BUILD)/maf-launch $(BUILD)/bench_launch
+# Then the profile of a launch, step by step (tests/bench/launch_profile.py), with a launcher
+# built beside the real one with -DMAFL_PROFILE (guest/profile.h) in $(BUILD)/profile.
+PROFILE_BUILD := $(BUILD)/profile
+.PHONY: profile-launcher
+profile-launcher: $(TP_STAMP)
+	@$(MAKE) --no-print-directory BUILD=$(PROFILE_BUILD) \
+		GUEST_CFLAGS="$(GUEST_CFLAGS) -DMAFL_PROFILE" $(PROFILE_BUILD)/maf-launch
+
+bench-launch: $(BUILD)/maf-launch $(BUILD)/bench_launch profile-launcher
 	$(BUILD)/bench_launch --launcher $(abspath $(BUILD)/maf-launch) \
 		--reference tests/integration/reference/run_program.sh \
 		--iterations $(BENCH_LAUNCH_ITERATIONS) $(BENCH_LAUNCH_FLAGS)
+	$(PYTHON) tests/bench/launch_profile.py $(abspath $(PROFILE_BUILD)/maf-launch) \
+		--iterations $(BENCH_LAUNCH_ITERATIONS)
 
 # make bench-calls: the round trip of a host-tool call on the local backend (p50, p99, calls
 # per second), through the launcher's channel against the legacy file path, in one run of
