@@ -282,6 +282,25 @@ static long sys(long nr, long a, long b, long c)
 	return r < 0 ? -errno : r;
 }
 
+/* Empties this process's bounding set. Returns 0 or a negative errno. */
+static long drop_bounding(void)
+{
+	for (int cap = 0; cap < 64; cap++) {
+		long rc = sys(SYS_prctl, PR_CAPBSET_DROP, cap, 0);
+
+		if (rc == -EINVAL)
+			break;   /* past the kernel's last capability */
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+void mafl_identity_drop_bounding(struct mafl_identity *id)
+{
+	id->bounding_dropped = id->own && drop_bounding() == 0;
+}
+
 int mafl_identity_take(const struct mafl_identity *id, const char **step)
 {
 	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
@@ -303,13 +322,8 @@ int mafl_identity_take(const struct mafl_identity *id, const char **step)
 	if ((rc = sys(SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0)) < 0)
 		return (int)rc;
 	*step = "drop the bounding capabilities";
-	for (cap = 0; cap < 64; cap++) {
-		rc = sys(SYS_prctl, PR_CAPBSET_DROP, cap, 0);
-		if (rc == -EINVAL)
-			break;   /* past the kernel's last capability */
-		if (rc < 0)
-			return (int)rc;
-	}
+	if (!id->bounding_dropped && (rc = drop_bounding()) < 0)
+		return (int)rc;
 	/* No uid 0 may bring capabilities back (an exec of a setuid-root file, were
 	 * no_new_privs ever lifted), and none of it may be undone. */
 	*step = "lock the securebits";

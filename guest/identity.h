@@ -14,6 +14,7 @@ struct mafl_identity {
 	int per_run;            /* uid/gid is mafl_run_id(the supervisor's pid) */
 	uid_t uid;
 	gid_t gid;
+	int bounding_dropped;   /* the supervisor emptied its bounding set already */
 };
 
 /* What prepare changed in the run directory, to be taken back at the end. */
@@ -55,10 +56,18 @@ void mafl_identity_take_back(const struct mafl_identity *id, const struct run_di
  * outside R it may write by default. */
 void mafl_identity_clean_shared(const struct mafl_identity *id);
 
+/* In the supervisor, while it waits for the launcher's files, for an identity of the run's
+ * own (nothing otherwise): empties its own bounding set, which the program's process then
+ * inherits, rather than have that process do it (a system call a capability, on the launch's
+ * path). The supervisor never executes anything, so it loses nothing by it: the bounding set
+ * limits only what an exec may grant, and what a process may make inheritable; its own
+ * effective and permitted sets are as they were. Sets id->bounding_dropped if it did. */
+void mafl_identity_drop_bounding(struct mafl_identity *id);
+
 /* In the program's process, before Landlock and seccomp: takes id with raw system calls
  * (the process may share the supervisor's memory; the C library's set*id would try to
  * reach threads it does not have): no supplementary groups, gid, every capability dropped
- * from the bounding and ambient sets, securebits set and locked so that no root uid can
+ * from the bounding (unless id->bounding_dropped: inherited empty) and ambient sets, securebits set and locked so that no root uid can
  * bring one back, uid, then the permitted, effective and inheritable sets emptied and all
  * of it checked. Returns 0, or a negative errno with *step naming what failed. */
 int mafl_identity_take(const struct mafl_identity *id, const char **step);

@@ -176,6 +176,7 @@ struct child_args {
 	const char *cover;      /* the directory above R to cover (cover.h); "": none */
 	int host_tools;         /* R/host_tools, for the witness */
 	int ruleset;            /* the Landlock ruleset the launcher began (run.c), or -1 */
+	uint64_t ignored;       /* the signals this process ignores (ignored_signals) */
 	int marker_r;           /* the witness's end of the hand-over pipe */
 	int out_w, msg_w, chan_fd;
 	char **envp;
@@ -282,7 +283,7 @@ static __attribute__((noreturn)) void child_exec(const struct child_args *a)
 	 * signals go back to the default at exec by themselves; ignored ones are reset here. */
 	sigemptyset(&none);
 	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, (size_t)(_NSIG / 8));
-	ignored = ignored_signals();
+	ignored = a->ignored;
 	for (i = 1; i < _NSIG && i <= 64; i++) {
 		struct {
 			void (*handler)(int);
@@ -796,7 +797,9 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 	sigset_t mask;
 	int out_pipe[2], msg_pipe[2], marker_pipe[2], devnull, sfd, tfd, phase = 0, out_open = 1;
 	int chan_fd, rc, work;
-	int calls, tmp, listener;
+	int calls, tmp, listener, id_ok;
+	char why[MAFP_RUN_DIR_MAX + 128];
+	uint64_t ignored;
 
 	MAFL_MARK("supervisor: started");
 	memset(&s, 0, sizeof(s));
@@ -852,6 +855,12 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 		_exit(1);
 	}
 	MAFL_MARK("supervisor: descriptors, subreaper, pipes");
+	/* While the launcher makes the launch's files: the program's identity, and what of its
+	 * process's set-up needs none of them (the bounding set, the signals to reset). */
+	id_ok = mafl_identity_choose(o, getpid(), &s.id, why, sizeof(why)) == 0;
+	if (id_ok)
+		mafl_identity_drop_bounding(&s.id);
+	ignored = ignored_signals();
 	/* What the launcher made meanwhile (run.c): R/work, program_output.txt, the calls
 	 * directory, R/tmp and the channel's listening socket. */
 	work = take_subdir(report_fd, o->run_dir, MAFP_DIR_WORK);
@@ -874,16 +883,11 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 	}
 	s.out_r = out_pipe[0];
 	MAFL_MARK("supervisor: channel open, environment");
-	{
-		char why[MAFP_RUN_DIR_MAX + 128];
-
-		if (mafl_identity_choose(o, getpid(), &s.id, why, sizeof(why)) < 0 ||
-		    mafl_identity_lend_dirs(&s.id, d, work, calls, tmp, o->run_dir, &s.lent, why,
-					    sizeof(why)) < 0) {
-			mafl_identity_take_back(&s.id, d, &s.lent);
-			send_report(report_fd, MAFP_EXIT_LAUNCHER, "%s", why);
-			_exit(1);
-		}
+	if (!id_ok || mafl_identity_lend_dirs(&s.id, d, work, calls, tmp, o->run_dir, &s.lent,
+					      why, sizeof(why)) < 0) {
+		mafl_identity_take_back(&s.id, d, &s.lent);
+		send_report(report_fd, MAFP_EXIT_LAUNCHER, "%s", why);
+		_exit(1);
 	}
 	MAFL_MARK("supervisor: identity chosen, run directory lent");
 	/* The launch path: nothing before it has used the vDSO (util.h). */
@@ -893,8 +897,8 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 		struct mafl_cpu_hold cpus;
 		int err, ruleset = take_launcher_file(report_fd, &err);
 		struct child_args a = {o, &s.id, work, d->run, s.lent.cover, d->host_tools,
-				       ruleset, marker_pipe[0], out_pipe[1], msg_pipe[1], chan_fd,
-				       envp, &cpus};
+				       ruleset, ignored, marker_pipe[0], out_pipe[1], msg_pipe[1],
+				       chan_fd, envp, &cpus};
 
 		/* Held to one CPU already (run.c), or held here to this one. */
 		if (away->held)
