@@ -647,8 +647,9 @@ int cmd_run(int argc, char **argv)
 	 * (make_launch_files): a new process is otherwise placed here most of the time, behind
 	 * this one, so that its set-up waits for the files (on ext4, a few hundred
 	 * microseconds) rather than go on beside them. It gives the caller's affinity back
-	 * once the program has started (supervise). Best effort: held says whether it took. */
-	if (other >= 0)
+	 * once the program has started (supervise). Best effort: held says whether it took. Not
+	 * where the supervisor is a fork (spawn.h), which would not see held. */
+	if (other >= 0 && !MAFL_SPAWN_FORK)
 		a.away.held = mafl_raw_syscall(SYS_sched_setaffinity, sup, sizeof(away),
 					       (long)&away) == 0;
 	/* From here on the supervisor owns the heap, stdio and errno. */
