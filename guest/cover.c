@@ -105,7 +105,7 @@ int mafl_cover_apply(const char *cover, const char *run_dir, int run_fd, const c
 {
 	size_t clen = strlen(cover);
 	char self[64];
-	int tree = -1, covered = -1, r = -1, work = -1, rc, e;
+	int tree, covered, r, work = -1, rc, e;
 
 	if (clen < 2 || strncmp(run_dir, cover, clen) != 0 || run_dir[clen] != '/') {
 		*step = "find the private directory above the run directory";
@@ -128,8 +128,6 @@ int mafl_cover_apply(const char *cover, const char *run_dir, int run_fd, const c
 			    OPEN_TREE_CLONE | O_CLOEXEC | AT_RECURSIVE, 0, 0);
 	if (tree < 0 && errno == ENOSYS)
 		tree = openat(AT_FDCWD, run_dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	else if (tree < 0)
-		return -errno;
 	if (tree < 0)
 		return -errno;
 	if (!same_dir(tree, run_fd)) {

@@ -8,8 +8,6 @@
 #ifndef MAFL_COVER_H
 #define MAFL_COVER_H
 
-#include <stddef.h>
-
 /* 1 if this process holds CAP_SYS_ADMIN in its effective set (what the cover needs). */
 int mafl_cover_possible(void);
 

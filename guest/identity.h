@@ -67,9 +67,9 @@ void mafl_identity_drop_bounding(struct mafl_identity *id);
 /* In the program's process, before Landlock and seccomp: takes id with raw system calls
  * (the process may share the supervisor's memory; the C library's set*id would try to
  * reach threads it does not have): no supplementary groups, gid, every capability dropped
- * from the bounding (unless id->bounding_dropped: inherited empty) and ambient sets, securebits set and locked so that no root uid can
- * bring one back, uid, then the permitted, effective and inheritable sets emptied and all
- * of it checked. Returns 0, or a negative errno with *step naming what failed. */
+ * from the bounding (unless id->bounding_dropped: inherited empty) and ambient sets,
+ * securebits set and locked so that no root uid can bring one back, uid, then the
+ * permitted, effective and inheritable sets emptied and all of it checked. Returns 0, or a negative errno with *step naming what failed. */
 int mafl_identity_take(const struct mafl_identity *id, const char **step);
 
 /* Kills every process running as id's uid: a child takes the identity and signals all it

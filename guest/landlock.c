@@ -78,6 +78,8 @@ static int ll_abi(void)
 	return abi < 0 ? 0 : (int)abi;
 }
 
+/* Adds a rule: access beneath fd (a directory), or on it (a file: only the rights Landlock
+ * takes for a file). is_dir is 1 or 0 when the caller knows, -1 to look. */
 static int allow_fd(int ruleset, int fd, uint64_t access, int is_dir)
 {
 	struct ll_path_beneath_attr pb;
@@ -98,6 +100,8 @@ static int allow_fd(int ruleset, int fd, uint64_t access, int is_dir)
 	return r < 0 ? (int)r : 0;
 }
 
+/* allow_fd on path, resolved as the program would (a path it cannot reach or that is not
+ * there adds nothing: it could not write there anyway). */
 static int allow_path(int ruleset, int at, const char *path, uint64_t access)
 {
 	long fd = mafl_raw_openat(at, path, O_PATH | O_CLOEXEC, 0);
@@ -110,6 +114,12 @@ static int allow_path(int ruleset, int at, const char *path, uint64_t access)
 	return rc;
 }
 
+/* Reads and execution everywhere but /dev: each entry of / but dev gets its own rule (a rule
+ * on / would take in /dev, and no later rule can take a right back). What /dev holds that a
+ * program needs is added apart. An entry that resolves to /dev itself is skipped, and so is
+ * a symlink: what it leads to is below / as well, and is allowed (or not) by its own entry
+ * here; a rule for it would only widen the rules (a link to / or into /dev). Debian's /bin,
+ * /lib and /sbin are links to usr/, which its entry covers. */
 static int allow_reads(int ruleset, uint64_t read_x)
 {
 	char buf[4096] __attribute__((aligned(8)));
@@ -133,10 +143,7 @@ static int allow_reads(int ruleset, uint64_t read_x)
 			if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
 			    strcmp(e->d_name, "dev") == 0 || e->d_type == DT_LNK)
 				continue;
-			/* A symlink needs no rule: what it leads to is below / as well, and is
-			 * allowed (or not) by its own entry here; one would only widen the rules (a
-			 * link to / or into /dev). Debian's /bin, /lib and /sbin are links to usr/,
-			 * which its entry covers. An entry of unknown type is opened as itself. */
+			/* An entry of unknown type is opened as itself, and looked at below. */
 			if (e->d_type == DT_UNKNOWN)
 				flags |= O_NOFOLLOW;
 			fd = mafl_raw_openat((int)root, e->d_name, flags, 0);

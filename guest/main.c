@@ -9,30 +9,24 @@
 #include "protocol.h"
 #include "util.h"
 
+/* applet: maf-launch also answers to the command by the name it was run as (a link named
+ * so in an image with no coreutils), as busybox does. */
 static const struct command {
 	const char *name;
 	int (*fn)(int argc, char **argv);
 	const char *summary;
+	int applet;
 } commands[] = {
-	{"run", cmd_run, "start a program detached, supervised and contained"},
-	{"call", cmd_call, "call a host tool through the run's channel, from inside the run"},
-	{"policy", cmd_policy, "print the seccomp filter a run would load"},
-	{"wait", cmd_wait, "block until request N or the run's exit marker exists; print it"},
-	{"relay", cmd_relay, "write an answer, then wait as 'wait' does: one exec a call"},
-	{"serve", cmd_serve, "the relay over a stream: frames on stdin, events on stdout"},
-	{"stop", cmd_stop, "end a run's whole process tree through its verified supervisor"},
-	{"reclaim", cmd_reclaim, "delete a run directory without following symlinks or mounts"},
-	{"init", cmd_init, "a container's PID 1: reap orphans, forward signals, stop cleanly"},
-	{"sleep", cmd_sleep, "pause as coreutils' sleep does (also run by the name sleep)"},
-};
-
-/* The commands maf-launch also answers to by the name it was run as (a link named so in an
- * image with no coreutils), as busybox does. */
-static const struct applet {
-	const char *name;
-	int (*fn)(int argc, char **argv);
-} applets[] = {
-	{"sleep", cmd_sleep},
+	{"run", cmd_run, "start a program detached, supervised and contained", 0},
+	{"call", cmd_call, "call a host tool through the run's channel, from inside the run", 0},
+	{"policy", cmd_policy, "print the seccomp filter a run would load", 0},
+	{"wait", cmd_wait, "block until request N or the run's exit marker exists; print it", 0},
+	{"relay", cmd_relay, "write an answer, then wait as 'wait' does: one exec a call", 0},
+	{"serve", cmd_serve, "the relay over a stream: frames on stdin, events on stdout", 0},
+	{"stop", cmd_stop, "end a run's whole process tree through its verified supervisor", 0},
+	{"reclaim", cmd_reclaim, "delete a run directory without following symlinks or mounts", 0},
+	{"init", cmd_init, "a container's PID 1: reap orphans, forward signals, stop cleanly", 0},
+	{"sleep", cmd_sleep, "pause as coreutils' sleep does (also run by the name sleep)", 1},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
@@ -88,10 +82,10 @@ int main(int argc, char **argv)
 
 	MAFL_MARK("launcher: main");
 	fill_stdio();
-	for (i = 0; i < sizeof(applets) / sizeof(applets[0]); i++) {
-		if (strcmp(self, applets[i].name) == 0) {
-			mafl_prog = applets[i].name;
-			return applets[i].fn(argc, argv);
+	for (i = 0; i < NCOMMANDS; i++) {
+		if (commands[i].applet && strcmp(self, commands[i].name) == 0) {
+			mafl_prog = commands[i].name;
+			return commands[i].fn(argc, argv);
 		}
 	}
 	if (argc < 2) {

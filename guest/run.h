@@ -99,8 +99,7 @@ void run_parse_args(int argc, char **argv, struct run_opts *o);
  * R/host_tools first then only inherited entries that are absolute, canonical and outside
  * R; PYTHONUNBUFFERED=1; PYTHONNOUSERSITE=1; TMPDIR, TMP and TEMP set to R/tmp; maf_kept and
  * maf_entry (the shell launcher's variables, which it unsets) left out. Returns an array
- * from mafl_arena_calloc
- * (util.h) whose first entry (PYTHONPATH) is allocated the same way and whose others are
+ * from mafl_arena_calloc (util.h) whose first entry (PYTHONPATH) is allocated the same way and whose others are
  * env's own strings or constants, or NULL on allocation failure. Free it with
  * run_free_env(). */
 char **run_build_env(char *const *env, const char *run_dir);

@@ -268,7 +268,7 @@ static int exec_search(const char *file, char *const argv[], char *const envp[])
  * Landlock, seccomp, in that order), exec. */
 static __attribute__((noreturn)) void child_exec(const struct child_args *a)
 {
-	const struct run_opts *o = (MAFL_MARK("program: process started"), a->o);
+	const struct run_opts *o = a->o;
 	int out_w = a->out_w, msg_fd = a->msg_w, chan_fd = a->chan_fd;
 	char **envp = a->envp;
 	struct mafl_policy policy = o->policy;
@@ -278,6 +278,7 @@ static __attribute__((noreturn)) void child_exec(const struct child_args *a)
 	uint64_t ignored;
 	int devnull, i, rc;
 
+	MAFL_MARK("program: process started");
 	/* Raw syscalls: the C library refuses its own signals (32 and up) in sigaction and
 	 * keeps them in the mask, yet an ignored or blocked one would survive exec. Handled
 	 * signals go back to the default at exec by themselves; ignored ones are reset here. */
@@ -335,9 +336,9 @@ static __attribute__((noreturn)) void child_exec(const struct child_args *a)
 	rc = mafl_identity_take(a->id, &step);
 	if (rc < 0)
 		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, -rc, step);
+	MAFL_MARK("program: identity taken");
 	/* What the program makes is its own alone: other runs may share a place it writes
 	 * (/dev/shm, a --writable directory). */
-	MAFL_MARK("program: identity taken");
 	umask(077);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, errno, "set no_new_privs");
