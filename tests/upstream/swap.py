@@ -129,10 +129,11 @@ class Swapped:
                     argv = run_argv(self._launcher, text)
             if argv is not None:
                 return "run", argv
-        if words[:2] == ["kill", "-KILL"] and len(words) >= 3:
-            for run_dir, pid in self._supervisors.items():
-                return "stop", [self._launcher, "stop", "--run-dir", run_dir,
-                                "--supervisor-pid", str(pid)]
+        if words[:2] == ["kill", "-KILL"] and len(words) >= 3 and self._supervisors:
+            # The run this object launched last: the supervisor stops one run at a time.
+            run_dir, pid = list(self._supervisors.items())[-1]
+            return "stop", [self._launcher, "stop", "--run-dir", run_dir,
+                            "--supervisor-pid", str(pid)]
         if words[:2] == ["rm", "-rf"] and len(words) == 3:
             return "reclaim", [self._launcher, "reclaim", "--run-dir", words[2]]
         return None, command
