@@ -6,10 +6,16 @@
  * parent with O_NOFOLLOW|O_DIRECTORY (a symlink is unlinked as a link, never followed), and
  * every entry's mount is compared with R's before anything is done to it (the mount id from
  * statx, which also tells a bind mount of the same filesystem apart; st_dev where the kernel
- * has no mount id). A mount below R is left alone, with all it holds, and reported. */
+ * has no mount id). A mount below R is left alone, with all it holds, and reported.
+ *
+ * With --keep NAME, R and R/NAME stay and everything else below R goes the same way: a host
+ * that lends R to one run after another keeps what it wants to carry over (its own files,
+ * or a work directory) and still trusts nothing else the program left. R/NAME is never
+ * looked into: whatever it is (a symlink, a mount, a file), it is the caller's. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -74,6 +80,7 @@ struct node {
 struct reclaim {
 	int root_fd;		/* R */
 	struct node root;
+	const char *keep;	/* the entry of R to leave, or NULL */
 	char path[4096];	/* the entry being worked on, for messages */
 	size_t path_len;
 	unsigned left;		/* entries that could not be removed */
@@ -189,6 +196,9 @@ static int empty_dir(struct reclaim *r, int fd, mode_t mode, int depth)
 
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
+		/* depth 0 is R itself, the only directory whose entries are judged by name. */
+		if (depth == 0 && r->keep && strcmp(de->d_name, r->keep) == 0)
+			continue;
 		old = path_push(r, de->d_name);
 		if (remove_entry(r, dirfd(d), de->d_name, depth) < 0)
 			rc = -1;
@@ -219,6 +229,9 @@ static int move_up(struct reclaim *r, int dfd, const char *name)
 	}
 	for (;;) {
 		snprintf(tmp, sizeof(tmp), ".maf-reclaim-%u", r->moved++);
+		/* Never the kept name: R/NAME may be absent, and what is moved up must go. */
+		if (r->keep && strcmp(tmp, r->keep) == 0)
+			continue;
 		if (syscall(SYS_renameat2, dfd, name, r->root_fd, tmp, RECLAIM_RENAME_NOREPLACE) == 0)
 			break;
 		if (errno != EEXIST)
@@ -289,22 +302,40 @@ static int remove_entry(struct reclaim *r, int dfd, const char *name, int depth)
 
 static void usage(FILE *f)
 {
-	fputs("usage: maf-launch reclaim --run-dir R\n"
+	fputs("usage: maf-launch reclaim --run-dir R [--keep NAME]\n"
 	      "\n"
 	      "Deletes the run directory R and all below it without following a symlink (it is\n"
 	      "removed as a link) or crossing a mount point (a mount below R is left in place\n"
 	      "with all it holds, and named). Read-only directories are made writable first.\n"
 	      "\n"
 	      "  --run-dir R   the run directory: absolute, not a symlink (required)\n"
+	      "  --keep NAME   leave R and its entry NAME (one path component: no '/', not '.'\n"
+	      "                or '..', at most 255 bytes), and delete every other entry of R\n"
+	      "                the same way. R/NAME is not looked into, whatever it is (a\n"
+	      "                symlink stays a symlink), and may be absent. R keeps its mode.\n"
 	      "\n"
-	      "Exit codes: 0 R is gone (or was absent), 1 something could not be removed (each\n"
-	      "named on stderr), 2 usage (R relative, a symlink, not a directory), 125 other\n"
-	      "failure.\n", f);
+	      "Exit codes: 0 R is gone (or was absent; with --keep: all but R/NAME is gone), 1\n"
+	      "something could not be removed (each named on stderr), 2 usage (R relative, a\n"
+	      "symlink, not a directory; a bad NAME), 125 other failure.\n", f);
+}
+
+/* NULL if name is one path component --keep may name, else why not. */
+static const char *keep_check(const char *name)
+{
+	if (!name[0])
+		return "it is empty";
+	if (strchr(name, '/'))
+		return "it holds a '/' (NAME is one entry of R)";
+	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		return "it is '.' or '..'";
+	if (strlen(name) > NAME_MAX)
+		return "it is longer than 255 bytes";
+	return NULL;
 }
 
 int cmd_reclaim(int argc, char **argv)
 {
-	const char *run_dir_arg = NULL, *v, *why, *base;
+	const char *run_dir_arg = NULL, *keep = NULL, *v, *why, *base;
 	char run_dir[MAFP_RUN_DIR_MAX + 1], parent[MAFP_RUN_DIR_MAX + 1];
 	struct reclaim r;
 	struct rlimit rl;
@@ -316,12 +347,20 @@ int cmd_reclaim(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		}
-		if (opt_take(argc, argv, &i, "--run-dir", &v))
+		if (opt_take(argc, argv, &i, "--run-dir", &v)) {
 			run_dir_arg = v;
-		else
+		} else if (opt_take(argc, argv, &i, "--keep", &v)) {
+			/* A second would be lost or mean two: say so rather than delete either. */
+			if (keep)
+				die(MAFP_EXIT_USAGE, "--keep may be given once");
+			keep = v;
+		} else {
 			die(MAFP_EXIT_USAGE, "unexpected argument '%s' (try 'maf-launch reclaim "
 			    "--help')", argv[i]);
+		}
 	}
+	if (keep && (why = keep_check(keep)))
+		die(MAFP_EXIT_USAGE, "bad --keep NAME: %s", why);
 	if (!run_dir_arg)
 		die(MAFP_EXIT_USAGE, "--run-dir is required (try 'maf-launch reclaim --help')");
 	if (mafp_run_dir_check(run_dir_arg, &why) < 0)
@@ -349,6 +388,7 @@ int cmd_reclaim(int argc, char **argv)
 	}
 
 	memset(&r, 0, sizeof(r));
+	r.keep = keep;
 	if (look(parent_fd, base, 0, &r.root) < 0) {
 		if (errno == ENOENT)
 			return 0;
@@ -387,13 +427,22 @@ int cmd_reclaim(int argc, char **argv)
 		path_pop(&r, old);
 	}
 	free(r.pending);
-	if (rc == 0) {
+	if (keep) {
+		/* R stays: as it was found, not with the write permission the walk gave it. */
+		if ((r.root.mode & 0700) != 0700)
+			fchmod(r.root_fd, r.root.mode & 07777);
+		if (rc == 0)
+			return 0;
+	} else if (rc == 0) {
 		if (unlinkat(parent_fd, base, AT_REMOVEDIR) == 0 || errno == ENOENT)
 			return 0;
 		left(&r, "cannot be removed: %s", strerror(errno));
 	}
 	if (r.left > RECLAIM_REPORT_MAX)
 		warnx("... and %u more", r.left - RECLAIM_REPORT_MAX);
+	if (keep)
+		die(RECLAIM_EXIT_LEFT, "%s was not emptied but for %s: %u %s could not be removed "
+		    "(named above)", run_dir, keep, r.left, r.left == 1 ? "entry" : "entries");
 	die(RECLAIM_EXIT_LEFT, "%s was not removed entirely: %u %s could not be removed (named "
 	    "above)", run_dir, r.left, r.left == 1 ? "entry" : "entries");
 }

@@ -377,6 +377,185 @@ def test_reclaim_usage_errors():
     assert ml("reclaim", "--run-dir", "/tmp/x", "extra").returncode == 2
 
 
+
+# --- reclaim --keep -----------------------------------------------------------------------
+
+def snapshot(top):
+    """Every path below top (not following symlinks) with what it is: the bytes of a file,
+    the target of a symlink, "dir" or "fifo", and the mode."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(top):
+        for n in dirnames + filenames:
+            p = Path(dirpath) / n
+            st = os.lstat(p)
+            if stat.S_ISLNK(st.st_mode):
+                what = ("link", os.readlink(p))
+            elif stat.S_ISREG(st.st_mode):
+                what = ("file", p.read_bytes())
+            elif stat.S_ISDIR(st.st_mode):
+                what = ("dir",)
+            else:
+                what = ("other",)
+            out[str(p.relative_to(top))] = (what, stat.S_IMODE(st.st_mode))
+    return out
+
+
+def test_reclaim_keep_leaves_the_entry_and_removes_the_rest(tmp_path):
+    root, outside = tmp_path / "run", tmp_path / "outside"
+    build_hostile_tree(root, outside)
+    (root / "work" / "result.txt").write_text("carried over")
+    # Beside it: a symlink named as if it were another entry, to the kept one and to
+    # outside, a nested read-only directory, a FIFO.
+    (root / "host_tools").rename(root / "tools")
+    (root / "host_tools").symlink_to(root / "work", target_is_directory=True)
+    (root / "elsewhere").symlink_to(outside, target_is_directory=True)
+    ro = root / "tools" / "ro" / "inner"
+    ro.mkdir(parents=True)
+    (ro / "f").write_text("x")
+    ro.chmod(0o500)
+    ro.parent.chmod(0o500)
+    os.mkfifo(root / "fifo")
+    # What is kept holds read-only and closed directories of its own: not made writable.
+    kept = snapshot(root / "work")
+    res = ml("reclaim", "--run-dir", root, "--keep", "work")
+    assert res.returncode == 0, res.stderr
+    assert res.stderr == b""
+    assert sorted(os.listdir(root)) == ["work"]
+    assert not (root / "work").is_symlink() and (root / "work").is_dir()
+    assert snapshot(root / "work") == kept
+    assert (root / "work" / "result.txt").read_text() == "carried over"
+    assert_outside_intact(outside)
+
+
+def test_reclaim_keep_of_an_absent_entry_empties_the_run_dir(tmp_path):
+    root, outside = tmp_path / "run", tmp_path / "outside"
+    build_hostile_tree(root, outside)
+    res = ml("reclaim", "--run-dir", root, "--keep", "absent")
+    assert res.returncode == 0, res.stderr
+    assert root.is_dir() and os.listdir(root) == []
+    assert_outside_intact(outside)
+    # Again, on the empty directory, and with the equals form.
+    res = ml("reclaim", f"--run-dir={root}", "--keep=absent")
+    assert res.returncode == 0, res.stderr
+    assert root.is_dir() and os.listdir(root) == []
+
+
+def test_reclaim_keep_of_a_symlink_leaves_the_link_as_it_is(tmp_path):
+    root, outside = tmp_path / "run", tmp_path / "outside"
+    build_hostile_tree(root, outside)
+    (root / "keep").symlink_to(outside, target_is_directory=True)
+    res = ml("reclaim", "--run-dir", root, "--keep", "keep")
+    assert res.returncode == 0, res.stderr
+    assert os.listdir(root) == ["keep"]
+    assert os.readlink(root / "keep") == str(outside)
+    assert_outside_intact(outside)
+    # A dangling one too: it is not looked at.
+    os.unlink(root / "keep")
+    (root / "keep").symlink_to(root / "nowhere")
+    (root / "other").write_text("x")
+    res = ml("reclaim", "--run-dir", root, "--keep", "keep")
+    assert res.returncode == 0, res.stderr
+    assert os.listdir(root) == ["keep"] and os.readlink(root / "keep") == str(root / "nowhere")
+
+
+def test_reclaim_keep_leaves_the_run_dirs_own_mode(tmp_path):
+    root = tmp_path / "run"
+    (root / "work").mkdir(parents=True)
+    (root / "gone").mkdir()
+    (root / "gone" / "f").write_text("x")
+    root.chmod(0o500)
+    try:
+        res = ml("reclaim", "--run-dir", root, "--keep", "work")
+        assert res.returncode == 0, res.stderr
+        assert stat.S_IMODE(os.lstat(root).st_mode) == 0o500
+        assert os.listdir(root) == ["work"]
+    finally:
+        root.chmod(0o755)
+
+
+def test_reclaim_keep_of_a_deep_tree_removes_what_it_moved_up(tmp_path):
+    # Directories nested past the walk's depth are moved up to R as .maf-reclaim-N and
+    # emptied from there; a kept name of that form is absent here, and must not stay.
+    root = tmp_path / "run"
+    root.mkdir()
+    fd = os.open(root, os.O_RDONLY)
+    try:
+        for _ in range(200):
+            os.mkdir("d", dir_fd=fd)
+            nfd = os.open("d", os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = nfd
+    finally:
+        os.close(fd)
+    res = ml("reclaim", "--run-dir", root, "--keep", ".maf-reclaim-0")
+    assert res.returncode == 0, res.stderr
+    assert os.listdir(root) == []
+
+
+def test_reclaim_keep_of_a_mount_point_is_silent_and_other_mounts_are_named(tmp_path):
+    root, src = tmp_path / "run", tmp_path / "src"
+    (root / "work").mkdir(parents=True)
+    (src / "d").mkdir(parents=True)
+    (src / "d" / "precious").write_text("precious")
+    m = subprocess.run(["mount", "--bind", str(src), str(root / "work")], capture_output=True)
+    if m.returncode != 0:
+        pytest.skip(f"mount --bind failed: {m.stderr.decode().strip()}")
+    try:
+        (root / "gone").write_text("x")
+        res = ml("reclaim", "--run-dir", root, "--keep", "work")
+        assert res.returncode == 0, res.stderr
+        assert res.stderr == b""
+        assert os.listdir(root) == ["work"]
+        (root / "other" / "mnt").mkdir(parents=True)
+        (root / "other" / "f").write_text("x")
+        subprocess.run(["mount", "--bind", str(src), str(root / "other" / "mnt")], check=True)
+        try:
+            res = ml("reclaim", "--run-dir", root, "--keep", "work")
+            assert res.returncode == 1
+            assert str(root / "other" / "mnt").encode() in res.stderr
+            assert b"mount point" in res.stderr
+            assert b"was not emptied but for work" in res.stderr
+            assert not (root / "other" / "f").exists(), "what is not below the mount goes"
+        finally:
+            subprocess.run(["umount", str(root / "other" / "mnt")], check=False)
+        assert (root / "work" / "d" / "precious").read_text() == "precious"
+    finally:
+        subprocess.run(["umount", str(root / "work")], check=False)
+    assert (src / "d" / "precious").read_text() == "precious"
+
+
+@pytest.mark.parametrize("name, why", [
+    ("", b"empty"), (".", b"'.' or '..'"), ("..", b"'.' or '..'"), ("a/b", b"'/'"),
+    ("/", b"'/'"), ("work/", b"'/'"), ("x" * 256, b"longer than 255 bytes")])
+def test_reclaim_keep_refuses_a_bad_name_and_removes_nothing(tmp_path, name, why):
+    root = tmp_path / "run"
+    (root / "work" / "a" / "b").mkdir(parents=True)
+    (root / "f").write_text("x")
+    before = snapshot(root)
+    res = ml("reclaim", "--run-dir", root, "--keep", name)
+    assert res.returncode == 2
+    assert why in res.stderr, res.stderr
+    assert len(res.stderr.decode().strip().splitlines()) == 1, res.stderr
+    assert snapshot(root) == before
+
+
+def test_reclaim_keep_usage_errors(tmp_path):
+    root = tmp_path / "run"
+    (root / "a").mkdir(parents=True)
+    (root / "b").mkdir()
+    res = ml("reclaim", "--run-dir", root, "--keep", "a", "--keep", "b")
+    assert res.returncode == 2 and b"once" in res.stderr
+    assert ml("reclaim", "--run-dir", root, "--keep").returncode == 2
+    assert sorted(os.listdir(root)) == ["a", "b"]
+    # The longest name a directory entry may have is kept.
+    long = "y" * 255
+    (root / long).mkdir()
+    res = ml("reclaim", "--run-dir", root, "--keep", long)
+    assert res.returncode == 0, res.stderr
+    assert os.listdir(root) == [long]
+    res = ml("reclaim", "--help")
+    assert b"--keep NAME" in res.stdout
+
 # --- wait ---------------------------------------------------------------------------------
 
 def parse_event(out):
