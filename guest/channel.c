@@ -59,6 +59,7 @@ struct call {
 	long n;                 /* the call file number; 0: slot free */
 	int conn;               /* the connection to answer, -1 when it went away */
 	cJSON *id;              /* the caller's id, owned */
+	int raw;                /* published verbatim: the response is relayed verbatim too */
 	int due;                /* an event named the response since the last look */
 	int renamed;            /* the last event naming it was a rename into place */
 	int failed;             /* a look found the file and could not take it, as seen: */
@@ -182,8 +183,11 @@ static int conn_send(struct channel *c, int i, char *line)
 	return 0;
 }
 
-/* {"id": ID, "value": V} or {"id": ID, "refusal": S}; id and value are borrowed. */
-static char *answer_line(const cJSON *id, const cJSON *value, const char *refusal)
+/* {"id": ID, "refusal": S} when refusal is set, else {"id": ID, "response": TEXT} when
+ * response is (the NUL-terminated bytes of a raw call's response, UTF-8, as a JSON string),
+ * else {"id": ID, "value": V}. id, value and response are borrowed. */
+static char *answer_line(const cJSON *id, const cJSON *value, const char *refusal,
+			 const char *response)
 {
 	cJSON *o = cJSON_CreateObject(), *idc, *v;
 	char *out = NULL;
@@ -198,6 +202,13 @@ static char *answer_line(const cJSON *id, const cJSON *value, const char *refusa
 	if (refusal) {
 		if (!cJSON_AddStringToObject(o, "refusal", refusal))
 			goto out;
+	} else if (response) {
+		/* A reference: the response may be 9 MiB, and is printed once, not copied. */
+		v = cJSON_CreateStringReference(response);
+		if (!v || !cJSON_AddItemToObject(o, "response", v)) {
+			cJSON_Delete(v);
+			goto out;
+		}
 	} else {
 		v = value ? cJSON_Duplicate(value, 1) : cJSON_CreateNull();
 		if (!v || !cJSON_AddItemToObject(o, "value", v)) {
@@ -214,7 +225,7 @@ out:
 /* Answers a call with a refusal; counted when it reaches the caller. Returns as conn_send. */
 static int refuse(struct channel *c, int i, const cJSON *id, const char *sentence)
 {
-	if (conn_send(c, i, answer_line(id, NULL, sentence)) < 0)
+	if (conn_send(c, i, answer_line(id, NULL, sentence, NULL)) < 0)
 		return -1;
 	c->answered++;
 	return 0;
@@ -227,13 +238,14 @@ static void lost(struct channel *c, long n)
 		c->lost[c->nlost++] = n;
 }
 
-int channel_parse_call(const char *line, size_t len, cJSON **root, const cJSON **id,
-		       const char **name, const cJSON **arguments, char *why, size_t why_size)
+int channel_parse_call(const char *line, size_t len, cJSON **root, struct channel_call *call,
+		       char *why, size_t why_size)
 {
-	cJSON *o, *nm, *args;
+	cJSON *o, *nm, *args, *rq;
+	const cJSON *id;
 
 	*root = NULL;
-	*id = NULL;
+	memset(call, 0, sizeof(*call));
 	o = mafp_json_parse(line, len, MAFL_CHANNEL_LINE_MAX);
 	if (!o || !cJSON_IsObject(o)) {
 		cJSON_Delete(o);
@@ -241,13 +253,25 @@ int channel_parse_call(const char *line, size_t len, cJSON **root, const cJSON *
 		return -1;
 	}
 	*root = o;
-	*id = cJSON_GetObjectItemCaseSensitive(o, "id");
-	if (!*id || !((cJSON_IsString(*id) && strlen((*id)->valuestring) <= MAFL_CHANNEL_ID_MAX) ||
-		      cJSON_IsNumber(*id))) {
-		*id = NULL;
+	id = cJSON_GetObjectItemCaseSensitive(o, "id");
+	if (!id || !((cJSON_IsString(id) && strlen(id->valuestring) <= MAFL_CHANNEL_ID_MAX) ||
+		     cJSON_IsNumber(id))) {
 		snprintf(why, why_size, "the call has no \"id\" (a string of at most %d bytes or "
 			 "a number)", MAFL_CHANNEL_ID_MAX);
 		return -1;
+	}
+	call->id = id;
+	/* Raw: the host judges the request, so nothing in it is ours to check. Its length is
+	 * the string's: mafp_json_parse refuses a NUL byte and \u0000, so none is inside. */
+	rq = cJSON_GetObjectItemCaseSensitive(o, "request");
+	if (rq) {
+		if (!cJSON_IsString(rq)) {
+			snprintf(why, why_size, "the call's \"request\" is not a JSON string");
+			return -1;
+		}
+		call->request = rq->valuestring;
+		call->request_len = strlen(rq->valuestring);
+		return 0;
 	}
 	nm = cJSON_GetObjectItemCaseSensitive(o, "name");
 	if (!cJSON_IsString(nm) || !mafp_tool_name_valid(nm->valuestring)) {
@@ -265,9 +289,51 @@ int channel_parse_call(const char *line, size_t len, cJSON **root, const cJSON *
 		snprintf(why, why_size, "the call's \"arguments\" is not a JSON object");
 		return -1;
 	}
-	*name = nm->valuestring;
-	*arguments = args;
+	call->name = nm->valuestring;
+	call->arguments = args;
 	return 0;
+}
+
+int channel_text_is_utf8(const char *text, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)text, *end = p + len;
+
+	while (p < end) {
+		unsigned char b = *p;
+		size_t n, i;
+		uint32_t cp;
+
+		if (b < 0x80) {
+			p++;
+			continue;
+		}
+		if (b >= 0xc2 && b <= 0xdf) {
+			n = 1;
+			cp = b & 0x1f;
+		} else if (b >= 0xe0 && b <= 0xef) {
+			n = 2;
+			cp = b & 0x0f;
+		} else if (b >= 0xf0 && b <= 0xf4) {
+			n = 3;
+			cp = b & 0x07;
+		} else {
+			return 0;	/* a continuation byte, an overlong lead, or past U+10FFFF */
+		}
+		if ((size_t)(end - p) <= n)
+			return 0;
+		for (i = 1; i <= n; i++) {
+			if ((p[i] & 0xc0) != 0x80)
+				return 0;
+			cp = cp << 6 | (p[i] & 0x3f);
+		}
+		/* Overlong forms, UTF-16 surrogates (which strict decoders refuse, Python's
+		 * among them) and past U+10FFFF. */
+		if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || cp > 0x10ffff ||
+		    (cp >= 0xd800 && cp <= 0xdfff))
+			return 0;
+		p += n + 1;
+	}
+	return 1;
 }
 
 static int tool_allowed(const struct channel *c, const char *name)
@@ -401,18 +467,20 @@ static int witness_alive(const struct channel *c)
 static void handle_call(struct channel *c, int i, const char *line, size_t len)
 {
 	char why[256], fname[48];
-	const cJSON *id, *args;
-	const char *name;
+	struct channel_call call;
+	const cJSON *id;
 	cJSON *root;
 	struct call *slot = NULL;
-	char *req;
+	const char *body;
+	char *req = NULL;
+	size_t j, body_len;
 	long n;
-	size_t j;
 
-	if (channel_parse_call(line, len, &root, &id, &name, &args, why, sizeof(why)) < 0) {
-		refuse(c, i, id, why);
+	if (channel_parse_call(line, len, &root, &call, why, sizeof(why)) < 0) {
+		refuse(c, i, call.id, why);
 		goto out;
 	}
+	id = call.id;
 	if (c->opts.max_calls && c->accepted >= c->opts.max_calls) {
 		snprintf(why, sizeof(why), "the run's budget of %llu host-tool calls is spent",
 			 c->opts.max_calls);
@@ -421,8 +489,9 @@ static void handle_call(struct channel *c, int i, const char *line, size_t len)
 	}
 	/* As upstream counts dispatches: refusals spend the budget too. */
 	c->accepted++;
-	if (!tool_allowed(c, name)) {
-		snprintf(why, sizeof(why), "unknown tool '%s'", name);
+	/* A raw call names its tool where only the host reads it: the host judges it. */
+	if (!call.request && !tool_allowed(c, call.name)) {
+		snprintf(why, sizeof(why), "unknown tool '%s'", call.name);
 		refuse(c, i, id, why);
 		goto out;
 	}
@@ -446,13 +515,19 @@ static void handle_call(struct channel *c, int i, const char *line, size_t len)
 		goto out;
 	}
 	mafp_call_file_name(fname, sizeof(fname), n, MAFP_SUFFIX_REQUEST);
-	req = mafp_request_encode(n, name, args);
-	if (!req || (reuse_spare(c, fname, req, strlen(req)) < 0 &&
-		     publish_at(c->calls_dir, fname, req, strlen(req), 0) < 0)) {
+	if (call.request) {
+		body = call.request;
+		body_len = call.request_len;
+	} else {
+		body = req = mafp_request_encode(n, call.name, call.arguments);
+		body_len = req ? strlen(req) : 0;
+	}
+	if (!body || (reuse_spare(c, fname, body, body_len) < 0 &&
+		      publish_at(c->calls_dir, fname, body, body_len, 0) < 0)) {
 		char *ab = mafp_request_encode_abandoned(n);
 
 		snprintf(why, sizeof(why), "cannot publish the request: %s",
-			 req ? strerror(errno) : "out of memory");
+			 body ? strerror(errno) : "out of memory");
 		/* Let the host step over the hole, as the upstream shim does. */
 		if (ab)
 			publish_at(c->calls_dir, fname, ab, strlen(ab), 0);
@@ -466,6 +541,7 @@ static void handle_call(struct channel *c, int i, const char *line, size_t len)
 	slot->n = n;
 	slot->conn = i;
 	slot->id = cJSON_Duplicate(id, 1);
+	slot->raw = call.request != NULL;
 	/* No look for the response now: the watch predates the request, so the host's answer
 	 * is an event still to come (and a response the program planted before the request is
 	 * not taken for it). The events our own .part and rename just queued are taken now,
@@ -543,14 +619,15 @@ static void keep_spare(struct channel *c, const struct call *k, const struct sta
 							 .ino = (uint64_t)rq.st_ino};
 }
 
-/* Reads NNNN.response.json if it is there and whole, and relays it. A response that does
- * not parse yet is left for the next event: a backend's write_file may land in pieces. A
- * look that found the file and could not take it is remembered (the file as it was) and
- * sets when the next read of such a response may come (serve_due). Returns the bytes read. */
+/* Reads NNNN.response.json if it is there and whole, and relays it: decoded, or for a raw
+ * call as the bytes it holds. A response that does not parse yet is left for the next event:
+ * a backend's write_file may land in pieces. A look that found the file and could not take
+ * it is remembered (the file as it was) and sets when the next read of such a response may
+ * come (serve_due). Returns the bytes read. */
 static size_t look(struct channel *c, struct call *k)
 {
 	struct mafp_response resp;
-	char fname[48], *buf = NULL;
+	char fname[48], *buf = NULL, *line;
 	struct stat st;
 	ssize_t got = 0;
 	long long start = now_ms(), cost;
@@ -591,15 +668,31 @@ static size_t look(struct channel *c, struct call *k)
 	}
 	if (got <= 0 || got > st.st_size)
 		goto failed;	/* grew while we read: not finished yet */
-	if (mafp_response_decode(buf, (size_t)got, MAFL_CHANNEL_RESPONSE_MAX, &resp) < 0)
-		goto failed;
+	buf[got] = '\0';
+	if (k->raw) {
+		cJSON *whole = mafp_json_parse(buf, (size_t)got, MAFL_CHANNEL_RESPONSE_MAX);
+
+		if (!whole)
+			goto failed;	/* as a response that does not decode: not finished */
+		cJSON_Delete(whole);
+		/* Relayed as a JSON string, which holds text: bytes that are not UTF-8 would
+		 * reach the caller changed, or not as JSON at all. */
+		if (channel_text_is_utf8(buf, (size_t)got))
+			line = answer_line(k->id, NULL, NULL, buf);
+		else
+			line = answer_line(k->id, NULL, "the host's response is not UTF-8", NULL);
+	} else {
+		if (mafp_response_decode(buf, (size_t)got, MAFL_CHANNEL_RESPONSE_MAX, &resp) < 0)
+			goto failed;
+		line = answer_line(k->id, resp.value, resp.refusal, NULL);
+		mafp_response_clear(&resp);
+	}
 	/* The host answered; the call is served only if its caller is still there to read it
 	 * (the exit record names the others, so the host does not count them). */
-	if (conn_send(c, k->conn, answer_line(k->id, resp.value, resp.refusal)) == 0)
+	if (conn_send(c, k->conn, line) == 0)
 		c->answered++;
 	else
 		lost(c, k->n);
-	mafp_response_clear(&resp);
 	keep_spare(c, k, &st);
 done:
 	cJSON_Delete(k->id);

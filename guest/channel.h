@@ -1,7 +1,17 @@
 /* The call channel (ours): the program reaches the supervisor through a socket it inherits
  * (MAF_HOST_TOOLS_FD), or through R/host_tools/channel.sock (MAF_HOST_TOOLS_SOCKET) when it
  * holds no such descriptor; the supervisor turns each call into a claim and a request file in
- * the legacy format, waits for the response with inotify, and relays it. */
+ * the legacy format, waits for the response with inotify, and relays it.
+ *
+ * A call is one line, and so is its answer (shared/PROTOCOL.md, "The call channel"):
+ *   {"id": ID, "name": TOOL, "arguments": {...}}   the request file is encoded from it;
+ *                                                  answered {"id": ID, "value": V}
+ *   {"id": ID, "request": TEXT}                    raw: TEXT's bytes are the request file;
+ *                                                  answered {"id": ID, "response": FILE},
+ *                                                  the response file's bytes as a string
+ * or {"id": ID, "refusal": SENTENCE} either way. A raw call passes through no re-encoding
+ * (a big integer, Infinity, a non-ASCII name, the key order reach the host as written), and
+ * the launcher checks nothing in it: no tool name, no --tool list. */
 #ifndef MAFL_CHANNEL_H
 #define MAFL_CHANNEL_H
 
@@ -96,12 +106,26 @@ enum channel_look channel_look_decide(const struct channel_file_state *failed,
 				      const struct channel_file_state *cur, long long now_ms,
 				      long long retry_at_ms);
 
-/* Checks one call line (without its newline) and splits it. On success returns 0 with
- * *id (a string or number, owned by *root), *name and *arguments (borrowed from *root; an
- * empty object when absent is created in root); the caller deletes *root. On failure
- * returns -1 with a sentence in why and *id set if one could be read (then *root must
- * still be deleted). */
-int channel_parse_call(const char *line, size_t len, cJSON **root, const cJSON **id,
-		       const char **name, const cJSON **arguments, char *why, size_t why_size);
+/* One call line, split; every pointer is borrowed from the parsed line's tree. */
+struct channel_call {
+	const cJSON *id;            /* a string of at most MAFL_CHANNEL_ID_MAX bytes, or a number */
+	const char *name;           /* a valid tool name; NULL for a raw call */
+	const cJSON *arguments;     /* an object; NULL for a raw call */
+	const char *request;        /* raw: the request file's bytes, any but NUL, maybe none;
+				       NULL for a tool call */
+	size_t request_len;
+};
+
+/* Checks one call line (without its newline) and splits it into *call: raw when it has a
+ * "request" member (a JSON string, whatever "name" and "arguments" say), else a tool call
+ * (an empty "arguments" object is created in the tree when absent). Returns 0, or -1 with a
+ * sentence in why and call->id set if one could be read. *root is the tree (NULL if the
+ * line did not parse), which the caller deletes either way. */
+int channel_parse_call(const char *line, size_t len, cJSON **root, struct channel_call *call,
+		       char *why, size_t why_size);
+
+/* 1 if the len bytes of text are UTF-8 as strict decoders take it (no overlong form, no
+ * surrogate, nothing past U+10FFFF), else 0. Pure. */
+int channel_text_is_utf8(const char *text, size_t len);
 
 #endif

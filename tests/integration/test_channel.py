@@ -123,10 +123,11 @@ class Responder(threading.Thread):
 
 
 def run_served(run_dir, program, opts=(), torn=False, timeout=60, keep_links=False,
-               archive=False):
-    """Launches PROGRAM with a responder; returns (exit record, output text, responder),
-    the launch line in responder.launch."""
-    r = Responder(run_dir, torn=torn, keep_links=keep_links, archive=archive)
+               archive=False, responder=None):
+    """Launches PROGRAM with a responder (responder, or a Responder made with these
+    options); returns (exit record, output text, responder), the launch line in
+    responder.launch."""
+    r = responder or Responder(run_dir, torn=torn, keep_links=keep_links, archive=archive)
     proc = launch(run_dir, *program, opts=opts)
     assert proc.returncode == 0, proc.stderr
     r.launch = launch_info(proc)
@@ -597,3 +598,265 @@ def test_a_name_the_socket_cannot_take_leaves_the_inherited_channel(run_dir):
     assert inherited == {"id": 1, "value": 5}
     assert rc == 125 and "cannot connect to MAF_HOST_TOOLS_SOCKET" in err, err
     assert (ht / "channel.sock" / "x").is_dir()
+
+
+
+# Raw calls: {"id": ID, "request": TEXT} published as TEXT's bytes, answered with
+# {"id": ID, "response": FILE}, the response file's bytes.
+
+class RawHost(threading.Thread):
+    """Plays the host for raw calls: serves R/host_tools/host_tool_calls in id order until
+    the exit marker appears, keeping each request's bytes (requests[N]) and handing them to
+    respond(n, data, path), which writes the response at path however it likes. An
+    exception in it is kept in errors and ends the serving."""
+
+    def __init__(self, run_dir, respond):
+        super().__init__(daemon=True)
+        self.ht = Path(run_dir) / HOST_TOOLS
+        self.calls = self.ht / CALLS
+        self.respond = respond
+        self.requests = {}
+        self.errors = []
+        self.stop = threading.Event()
+
+    def run(self):
+        n = 1
+        try:
+            while not self.stop.is_set():
+                req = self.calls / f"{n:04d}.request.json"
+                if req.exists():
+                    data = req.read_bytes()
+                    self.requests[n] = data
+                    self.respond(n, data, self.calls / f"{n:04d}.response.json")
+                    n += 1
+                    continue
+                if (self.ht / "program_exit_code").exists():
+                    return
+                time.sleep(0.002)
+        except Exception as e:  # noqa: BLE001 - reported by the test
+            self.errors.append(repr(e))
+
+
+def publish_bytes(path, data):
+    """Writes data as path whole: a temporary name and a rename."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data)
+    os.rename(tmp, path)
+
+
+# The program's side: the call lines, sent at once on one connection (ascii=False puts the
+# line's non-ASCII as UTF-8 rather than \u escapes); the answer lines as text, in the order
+# they came.
+RAW_CLIENT = r"""
+def lines(*calls, ascii=True):
+    s = connect()
+    s.sendall(b"".join(json.dumps(c, ensure_ascii=ascii).encode() + b"\n" for c in calls))
+    f = s.makefile("rb")
+    out = [f.readline().decode() for _ in calls]
+    s.close()
+    return out
+"""
+
+
+def raw_py(code):
+    return py(RAW_CLIENT + code)
+
+
+def by_id(answer_lines):
+    """The answer lines, parsed, by id; each line is one JSON object and ends the line."""
+    out = {}
+    for line in answer_lines:
+        assert line.endswith("\n") and line.count("\n") == 1, line
+        a = json.loads(line)
+        assert a["id"] not in out, line
+        out[a["id"]] = a
+    return out
+
+
+# What re-encoding would change: non-ASCII, an integer no double holds, the non-JSON
+# numbers Python's json writes, key order (the id after the name), spacing and a newline.
+RAW_TEXT = ('{ "name" :"d\u00e9j\u00e0 vu \u65e5\u672c",\t"id":"0001" ,\n  "arguments": '
+            '{"n": 123456789012345678901234567890123456789, "x": Infinity, "y": -Infinity,'
+            ' "z": NaN, "e": 1E+400, "s": "\\u00e9\\n\\"\\\\"} }  ')
+# A host's answers: any JSON value, byte for byte, escapes and all.
+RAW_RESPONSES = [
+    ('{"value" : {"big": 340282366920938463463374607431768211457, "text": "d\u00e9j\u00e0 '
+     '\\u65e5 \u65e5\u672c \\"q\\" \\\\ \\n\u2028", "neg": -0.0,\t"arr": [ 1,2 , 3 ]},'
+     '  "extra": null}\n').encode(),
+    b"123456789012345678901234567890",
+    '"\U0001F600 only a string"'.encode(),
+]
+
+
+def test_raw_call_is_published_and_answered_byte_for_byte(run_dir):
+    def respond(n, data, path):
+        publish_bytes(path, RAW_RESPONSES[n - 1])
+
+    host = RawHost(run_dir, respond)
+    rec, out, _ = run_served(run_dir, raw_py(
+        f'text = {ascii(RAW_TEXT)}\n'
+        'a = lines({"id": "raw-1", "request": text}, {"id": 2, "request": text})\n'
+        'b = lines({"id": "raw-3", "request": text}, ascii=False)\n'
+        'print(json.dumps(a + b))\n'), responder=host)
+    assert host.errors == []
+    # Published as written, whether the line carried TEXT escaped or as UTF-8.
+    assert host.requests == {n: RAW_TEXT.encode() for n in (1, 2, 3)}
+    got = json.loads(out)
+    assert len(got) == 3
+    answers = by_id(got)
+    for cid, want in (("raw-1", RAW_RESPONSES[0]), (2, RAW_RESPONSES[1]),
+                      ("raw-3", RAW_RESPONSES[2])):
+        assert set(answers[cid]) == {"id", "response"}
+        assert answers[cid]["response"].encode() == want
+    # The whole line: no spaces, the bytes as UTF-8 in the string, only what JSON must
+    # escape escaped.
+    line = next(x for x in got if json.loads(x)["id"] == "raw-1")
+    assert line == '{"id":"raw-1","response":' + json.dumps(
+        RAW_RESPONSES[0].decode(), ensure_ascii=False) + "}\n"
+    assert rec["calls"] == 3 and "undelivered" not in rec
+
+
+def test_raw_call_carries_a_name_the_tool_form_refuses(run_dir):
+    # Not printable ASCII, or with a space: the tool form is refused without a round trip,
+    # and so is a tool outside --tool; raw, the host judges them, and they are published.
+    def respond(n, data, path):
+        req = json.loads(data)
+        publish_bytes(path, json.dumps({"value": "served " + req["name"]},
+                                       ensure_ascii=False).encode())
+
+    host = RawHost(run_dir, respond)
+    rec, out, _ = run_served(run_dir, raw_py(
+        'print(json.dumps(lines(\n'
+        '    {"id": 1, "name": "d\\u00e9j\\u00e0 vu"},\n'
+        '    {"id": 2, "name": "two words"},\n'
+        '    {"id": 3, "name": "other"},\n'
+        '    {"id": 4, "request": json.dumps({"id": "0001", "name": "d\\u00e9j\\u00e0 vu"},'
+        ' ensure_ascii=False)},\n'
+        '    {"id": 5, "request": json.dumps({"id": "0002", "name": "two words",'
+        ' "arguments": {}})},\n'
+        '    {"id": 6, "request": json.dumps({"id": "0003", "name": "other"})})))\n'),
+        opts=["--tool", "add"], responder=host)
+    assert host.errors == []
+    answers = by_id(json.loads(out))
+    assert answers[1] == {"id": 1, "refusal": "the call has no valid tool \"name\""}
+    assert answers[2] == {"id": 2, "refusal": "the call has no valid tool \"name\""}
+    assert answers[3] == {"id": 3, "refusal": "unknown tool 'other'"}
+    assert json.loads(answers[4]["response"]) == {"value": "served d\u00e9j\u00e0 vu"}
+    assert json.loads(answers[5]["response"]) == {"value": "served two words"}
+    assert json.loads(answers[6]["response"]) == {"value": "served other"}
+    assert [json.loads(d)["name"] for _, d in sorted(host.requests.items())] == [
+        "d\u00e9j\u00e0 vu", "two words", "other"]
+    assert host.requests[1] == '{"id": "0001", "name": "d\u00e9j\u00e0 vu"}'.encode()
+    assert rec["calls"] == 6
+
+
+def test_raw_response_that_is_not_json_yet_is_left_until_it_is(run_dir):
+    # Written in place in pieces (as a backend's write_file may land), each closed before
+    # the next: first a piece that is not JSON and ends inside a UTF-8 sequence, then more
+    # that is still not JSON, then the rest.
+    whole = '{"value": "d\u00e9j\u00e0", "n": [1, 2, 3]}'.encode()
+    cuts = [whole.index(b"\xc3") + 1, whole.index(b"]") - 2]
+    last_piece_at = {}
+
+    def respond(n, data, path):
+        pieces = [whole[:cuts[0]], whole[cuts[0]:cuts[1]], whole[cuts[1]:]]
+        with open(path, "wb") as f:
+            f.write(pieces[0])
+        for piece in pieces[1:]:
+            time.sleep(0.3)
+            last_piece_at[n] = time.monotonic()
+            with open(path, "ab") as f:
+                f.write(piece)
+
+    host = RawHost(run_dir, respond)
+    rec, out, _ = run_served(run_dir, raw_py(
+        'import time\n'
+        'a = lines({"id": "slow", "request": "{}"})\n'
+        'print(json.dumps([a, time.monotonic()]))\n'), responder=host)
+    assert host.errors == []
+    (line,), answered_at = json.loads(out)
+    assert json.loads(line) == {"id": "slow", "response": whole.decode()}
+    assert answered_at >= last_piece_at[1], "answered before the response was whole"
+    assert host.requests[1] == b"{}"
+
+
+def test_raw_response_not_utf8_or_too_large_is_refused(run_dir):
+    bad = {
+        "ff": b'{"value": "\xff"}',
+        "cut": b'"d\xc3"',
+        "surrogate": b'"\xed\xa0\x80"',
+        "overlong": b'"\xc0\xaf"',
+    }
+    order = ["ff", "cut", "surrogate", "overlong", "large", "good"]
+
+    def respond(n, data, path):
+        name = order[n - 1]
+        if name == "large":
+            publish_bytes(path, b'"' + b"x" * (9 << 20) + b'"')
+        elif name == "good":
+            publish_bytes(path, b'{"value": "fine"}')
+        else:
+            publish_bytes(path, bad[name])
+
+    host = RawHost(run_dir, respond)
+    rec, out, _ = run_served(run_dir, raw_py(
+        f'order = {order!r}\n'
+        'print(json.dumps(lines(*[{"id": k, "request": k} for k in order])))\n'),
+        responder=host)
+    assert host.errors == []
+    answers = by_id(json.loads(out))
+    for name in bad:
+        assert answers[name] == {"id": name, "refusal": "the host's response is not UTF-8"}
+    assert answers["large"] == {"id": "large",
+                                "refusal": "the host's response is larger than 9437184 bytes"}
+    assert answers["good"] == {"id": "good", "response": '{"value": "fine"}'}
+    assert host.requests == {n: k.encode() for n, k in enumerate(order, 1)}
+    assert rec["calls"] == 6 and "undelivered" not in rec
+
+
+def test_raw_and_tool_calls_mixed_on_one_connection(run_dir):
+    # Pipelined on one connection, in one write: tool calls answered with a value, raw ones
+    # with the response's bytes, refusals of either kind without a round trip; the claims
+    # and the budget are shared.
+    def respond(n, data, path):
+        if data == b"":
+            publish_bytes(path, b' {"empty": true} ')
+            return
+        req = json.loads(data)
+        if req.get("name") == "add":
+            args = req["arguments"]
+            publish_bytes(path, json.dumps({"value": args["a"] + args["b"]}).encode())
+        else:
+            publish_bytes(path, json.dumps({"raw": req}).encode())
+
+    host = RawHost(run_dir, respond)
+    rec, out, _ = run_served(run_dir, raw_py(
+        'print(json.dumps(lines(\n'
+        '    {"id": 1, "name": "add", "arguments": {"a": 1, "b": 2}},\n'
+        '    {"id": 2, "request": \'{"id": "0002", "name": "raw one"}\'},\n'
+        '    {"id": 3, "name": "a/b"},\n'
+        '    {"id": 4, "request": ""},\n'
+        '    {"id": 5, "request": {"name": "add"}},\n'
+        '    {"id": 6, "name": "add", "request": \'{"k": 1}\'},\n'
+        '    {"id": 7, "name": "add", "arguments": {"a": 20, "b": 22}},\n'
+        '    {"id": 8, "request": "{}"})))\n'), opts=["--max-calls", "5"], responder=host)
+    assert host.errors == []
+    answers = by_id(json.loads(out))
+    assert answers[1] == {"id": 1, "value": 3}
+    assert answers[2] == {"id": 2, "response": '{"raw": {"id": "0002", "name": "raw one"}}'}
+    assert answers[3] == {"id": 3, "refusal": "the call has no valid tool \"name\""}
+    assert answers[4] == {"id": 4, "response": ' {"empty": true} '}
+    assert answers[5] == {"id": 5, "refusal": "the call's \"request\" is not a JSON string"}
+    # With "request", the call is raw whatever else it holds.
+    assert answers[6] == {"id": 6, "response": '{"raw": {"k": 1}}'}
+    assert answers[7] == {"id": 7, "value": 42}
+    assert "budget of 5 host-tool calls is spent" in answers[8]["refusal"]
+    assert set(answers[8]) == {"id", "refusal"}
+    assert json.loads(host.requests[1]) == {"id": "0001", "name": "add",
+                                            "arguments": {"a": 1, "b": 2}}
+    assert host.requests[2] == b'{"id": "0002", "name": "raw one"}'
+    assert host.requests[3] == b""
+    assert host.requests[4] == b'{"k": 1}'
+    assert json.loads(host.requests[5])["id"] == "0005"
+    assert sorted(host.requests) == [1, 2, 3, 4, 5]
+    assert rec["calls"] == 8

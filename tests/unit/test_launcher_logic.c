@@ -1,6 +1,7 @@
 /* Unit tests for the launcher's pure logic: the Python environment (guest/run.c), the
- * /proc/PID/stat parser and the descendant check (guest/tree.c), when the channel reads a
- * response again (guest/channel.c) and the small parsers of guest/util.c. */
+ * /proc/PID/stat parser and the descendant check (guest/tree.c), the channel's call lines,
+ * its UTF-8 check and when it reads a response again (guest/channel.c) and the small parsers
+ * of guest/util.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -685,6 +686,122 @@ static void test_look_decide(void **state)
 }
 
 /* ----------------------------------------------------------------------------------------- */
+/* channel_parse_call */
+
+/* Parses line; returns its return code with *call filled and the tree in *root. */
+static int parse_line(const char *line, cJSON **root, struct channel_call *call, char *why)
+{
+	why[0] = '\0';
+	return channel_parse_call(line, strlen(line), root, call, why, 256);
+}
+
+static void test_parse_call_tool_form(void **state)
+{
+	struct channel_call call;
+	char why[256];
+	cJSON *root;
+
+	(void)state;
+	assert_int_equal(parse_line("{\"id\": 1, \"name\": \"add\", \"arguments\": {\"a\": 1}}",
+				    &root, &call, why), 0);
+	assert_true(cJSON_IsNumber(call.id) && call.id->valuedouble == 1);
+	assert_string_equal(call.name, "add");
+	assert_true(cJSON_IsObject(call.arguments));
+	assert_null(call.request);
+	cJSON_Delete(root);
+	/* No arguments: an empty object. */
+	assert_int_equal(parse_line("{\"id\": \"x\", \"name\": \"add\"}", &root, &call, why), 0);
+	assert_true(cJSON_IsObject(call.arguments) && !call.arguments->child);
+	cJSON_Delete(root);
+	/* A name the host's files cannot carry as ours: refused, with the id. */
+	assert_int_equal(parse_line("{\"id\": 3, \"name\": \"d\u00e9j\u00e0\"}", &root, &call,
+				    why), -1);
+	assert_string_equal(why, "the call has no valid tool \"name\"");
+	assert_true(cJSON_IsNumber(call.id));
+	cJSON_Delete(root);
+}
+
+static void test_parse_call_raw_form(void **state)
+{
+	struct channel_call call;
+	char why[256];
+	cJSON *root;
+
+	(void)state;
+	/* The string unescaped, byte for byte; no name wanted, none checked. */
+	assert_int_equal(parse_line("{\"id\": \"r\", \"request\": "
+				    "\"{ \\\"name\\\": \\\"d\\u00e9 j\\\", "
+				    "\\\"n\\\": 1e400, \\\"x\\\": Infinity }\"}",
+				    &root, &call, why), 0);
+	assert_string_equal(call.id->valuestring, "r");
+	assert_string_equal(call.request,
+			    "{ \"name\": \"d\xc3\xa9 j\", \"n\": 1e400, \"x\": Infinity }");
+	assert_int_equal(call.request_len, strlen(call.request));
+	assert_null(call.name);
+	assert_null(call.arguments);
+	cJSON_Delete(root);
+	/* Raw wins over a name and arguments, even invalid ones. */
+	assert_int_equal(parse_line("{\"id\": 2, \"name\": \"a/b\", \"arguments\": [1], "
+				    "\"request\": \"x\"}", &root, &call, why), 0);
+	assert_string_equal(call.request, "x");
+	assert_null(call.name);
+	cJSON_Delete(root);
+	/* Empty is a request too. */
+	assert_int_equal(parse_line("{\"id\": 3, \"request\": \"\"}", &root, &call, why), 0);
+	assert_non_null(call.request);
+	assert_int_equal(call.request_len, 0);
+	cJSON_Delete(root);
+	/* Not a string: refused, the id kept. */
+	assert_int_equal(parse_line("{\"id\": 4, \"request\": {\"name\": \"add\"}}", &root,
+				    &call, why), -1);
+	assert_string_equal(why, "the call's \"request\" is not a JSON string");
+	assert_true(cJSON_IsNumber(call.id) && call.id->valuedouble == 4);
+	cJSON_Delete(root);
+	assert_int_equal(parse_line("{\"id\": 5, \"request\": null}", &root, &call, why), -1);
+	cJSON_Delete(root);
+	/* The id is checked first, as for any call. */
+	assert_int_equal(parse_line("{\"request\": \"x\"}", &root, &call, why), -1);
+	assert_null(call.id);
+	assert_non_null(strstr(why, "no \"id\""));
+	cJSON_Delete(root);
+	/* A NUL cannot be carried (the request's length is its string's): the line is refused. */
+	assert_int_equal(parse_line("{\"id\": 6, \"request\": \"a\\u0000b\"}", &root, &call,
+				    why), -1);
+	assert_string_equal(why, "the call is not a JSON object");
+	cJSON_Delete(root);
+}
+
+/* ----------------------------------------------------------------------------------------- */
+/* channel_text_is_utf8 */
+
+static void test_text_is_utf8(void **state)
+{
+	static const char *const good[] = {
+		"", "plain ASCII \x01\x7f", "d\xc3\xa9j\xc3\xa0", "\xe6\x97\xa5\xe6\x9c\xac",
+		"\xf0\x9f\x98\x80", "\xc2\x80", "\xdf\xbf", "\xe0\xa0\x80", "\xed\x9f\xbf",
+		"\xee\x80\x80", "\xef\xbf\xbf", "\xf0\x90\x80\x80", "\xf4\x8f\xbf\xbf",
+	};
+	static const char *const bad[] = {
+		"\x80", "\xbf", "a\xc3", "\xc3(", "\xc0\x80", "\xc1\xbf", "\xe0\x80\x80",
+		"\xe0\x9f\xbf", "\xed\xa0\x80", "\xed\xbf\xbf", "\xf0\x80\x80\x80",
+		"\xf0\x8f\xbf\xbf", "\xf4\x90\x80\x80", "\xf5\x80\x80\x80", "\xff", "\xfe",
+		"\xe6\x97", "\xf0\x9f\x98", "ok \xe6\x97\xa5 then \xa5",
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		if (!channel_text_is_utf8(good[i], strlen(good[i])))
+			fail_msg("good[%zu] refused", i);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (channel_text_is_utf8(bad[i], strlen(bad[i])))
+			fail_msg("bad[%zu] taken", i);
+	/* By length, not by terminator: a sequence cut by len is not whole. */
+	assert_false(channel_text_is_utf8("\xc3\xa9", 1));
+	assert_true(channel_text_is_utf8("\xc3\xa9\xff", 2));
+}
+
+/* ----------------------------------------------------------------------------------------- */
 /* parse_seconds_ms */
 
 static void seconds_ok(const char *s, long long max, long long want)
@@ -914,6 +1031,9 @@ int main(void)
 		cmocka_unit_test(test_identity_sweep),
 		cmocka_unit_test(test_witness_hand_over),
 		cmocka_unit_test(test_look_decide),
+		cmocka_unit_test(test_parse_call_tool_form),
+		cmocka_unit_test(test_parse_call_raw_form),
+		cmocka_unit_test(test_text_is_utf8),
 		cmocka_unit_test(test_parse_seconds_ms),
 		cmocka_unit_test(test_parse_u64),
 		cmocka_unit_test(test_parse_u64_small_max),
