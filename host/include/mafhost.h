@@ -383,6 +383,31 @@ struct mafh_call {
 	 * the tool's declared parameters. */
 	const char *arguments;
 	size_t arguments_len;
+	/* MAFH_CALL_* flags. On a pass-through registry (mafh_registry_set_pass_through) every
+	 * call has MAFH_CALL_RAW: tool is "", and arguments[0..arguments_len) are the request
+	 * file's bytes as the program wrote them (NUL-terminated; not decoded, not checked),
+	 * or none with MAFH_CALL_OVERSIZED or MAFH_CALL_UNREADABLE. */
+	unsigned flags;
+	uint64_t request_size;     /* RAW: the request file's size in bytes */
+};
+#define MAFH_CALL_RAW 1u          /* a pass-through call: the request's bytes, unjudged */
+#define MAFH_CALL_OVERSIZED 2u    /* larger than max_request_bytes: not read */
+#define MAFH_CALL_UNREADABLE 4u   /* not a regular file that could be read */
+
+/* What a pass-through callback does with a request (mafh_reply_raw). */
+enum mafh_raw_answer {
+	/* Writes the bytes given as the response file, whole and unchanged (within
+	 * max_response_bytes; past it the program gets the run's refusal instead). */
+	MAFH_RAW_RESPOND,
+	/* Writes nothing and goes on to the next request: a number the program took and
+	 * gave up (upstream's abandoned marker). */
+	MAFH_RAW_STEP_OVER,
+	/* Writes nothing and reads the same request again after poll_max_ms: it is not
+	 * there yet (an empty file, say, or one that is not a regular file). */
+	MAFH_RAW_LOOK_AGAIN,
+	/* Writes nothing, and reads no request any more: the run only waits for the program
+	 * to end (upstream's supervisor past its serving bound). */
+	MAFH_RAW_HOLD,
 };
 
 /* Where a tool callback puts its answer (opaque; lent for the duration of the callback). */
@@ -398,6 +423,11 @@ MAFH_API int mafh_reply_refuse(struct mafh_reply *reply, const char *sentence);
  * the output that was not JSON, ...): it appears as the detail of the call's event. Copied,
  * at most 64 KiB kept. 0 or MAFH_ENOMEM. */
 MAFH_API int mafh_reply_note(struct mafh_reply *reply, const char *text, size_t len);
+/* The answer to a pass-through call (MAFH_CALL_RAW): how, and for MAFH_RAW_RESPOND the
+ * response file's bytes, bytes[0..len) (copied). 0, MAFH_EINVAL (how unknown, or bytes NULL
+ * with len) or MAFH_ENOMEM. */
+MAFH_API int mafh_reply_raw(struct mafh_reply *reply, enum mafh_raw_answer how,
+			    const char *bytes, size_t len);
 
 /* A tool. call and reply are lent for the duration of the callback. Returns 0 once it has
  * set a value or a refusal on reply (neither is a refusal "the host tool gave no answer"), or
@@ -465,6 +495,17 @@ MAFH_API uint64_t mafh_registry_transfer_bytes(const struct mafh_registry *reg);
  * err. */
 MAFH_API int mafh_registry_check_args(const struct mafh_registry *reg, const char *name,
 				      const char *args_json, size_t len, struct mafh_error *err);
+/* Makes reg a pass-through: every request a run reads goes to fn as a MAFH_CALL_RAW call,
+ * whatever it holds (unknown names, bytes that are not JSON, an abandoned marker, a request
+ * past max_request_bytes unread), and fn decides what the program gets (mafh_reply_raw).
+ * The run then applies no judgement of its own: max_calls is not counted (fn keeps its own
+ * count) and no tool is looked up; max_request_bytes, max_response_bytes and
+ * max_output_bytes still bound what the host holds. This is how a host serves a registry of
+ * its own, with its own sentences, byte for byte. fn may be NULL for a sans-I/O driver that
+ * runs CALL ops itself. MAFH_EPERM once sealed; MAFH_EINVAL when tools are registered
+ * (and mafh_registry_add then fails with MAFH_EINVAL). */
+MAFH_API int mafh_registry_set_pass_through(struct mafh_registry *reg, mafh_tool_fn fn,
+					    void *ud, struct mafh_error *err);
 
 /* The guest shim maf_host_tools.py for reg: call(name, **arguments), HostToolError, and one
  * wrapper per tool whose name is a valid, non-keyword Python identifier that does not clash
@@ -601,6 +642,10 @@ struct mafh_run_options {
 	 * still there (one exec of `maf-launch wait`), so that a run whose supervisor was
 	 * killed ends as MAFH_RUN_LOST rather than at its deadline (default 2000; 0: never). */
 	int64_t liveness_ms;
+	/* With keep_run_dir 0: one entry of R the reclaim leaves in place with all it holds
+	 * (`maf-launch reclaim --keep NAME`): R itself then stays too. NULL: R goes whole.
+	 * One path component. Copied. */
+	const char *reclaim_keep;
 };
 /* Fills *opts with the defaults and sets opts->size; run_dir stays NULL. */
 MAFH_API void mafh_run_options_init(struct mafh_run_options *opts);
@@ -789,7 +834,9 @@ struct mafh_op_result {
 	 * the command's stdout has ended (the stream is then broken: error may say why). */
 	const char *stream_data;
 	size_t stream_len;
-	int stream_ended;
+	int stream_ended;	/* CALL with MAFH_CALL_RAW: what to do (RESPOND: value[0..value_len) is the response
+	 * file's bytes, or a refusal sentence to send as {"refusal": S}, or error). */
+	enum mafh_raw_answer raw_answer;
 };
 /* Zeroes *res, sets its size and kind. */
 MAFH_API void mafh_op_result_init(struct mafh_op_result *res, enum mafh_op_kind kind);

@@ -108,6 +108,9 @@ static void drop_call_texts(struct mafh_run *run)
 	run->call_args = NULL;
 	free(run->call_text);
 	run->call_text = NULL;
+	free(run->raw_request);
+	run->raw_request = NULL;
+	run->raw_due = 0;
 	free(run->answer_note);
 	run->answer_note = NULL;
 	run->answer_note_len = 0;
@@ -349,12 +352,47 @@ static void refuse(struct mafh_run *run, const char *sentence)
 	answer(run, mafp_response_encode_refusal(sentence), 1, sentence);
 }
 
+/* Pass-through: the request next_id, as read (buf, or none with OVERSIZED or UNREADABLE),
+ * goes to the registry's callback as it is. A holding run reads no request: one found at
+ * the last id, where it waits, turns it to polling the exit marker. */
+static void take_raw_request(struct mafh_run *run, const char *buf, size_t len, unsigned flags,
+			     uint64_t size)
+{
+	run->request_ms = run->now;
+	run->call_tool[0] = '\0';
+	if (run->holding) {
+		run->hold_polling = 1;
+		run->next_look_ms = run->now + run->pacing.poll_max_ms;
+		run->wait_files = 0;
+		return;
+	}
+	free(run->raw_request);
+	run->raw_request = NULL;
+	if (buf) {
+		run->raw_request = malloc(len + 1);
+		if (!run->raw_request) {
+			end_run(run, MAFH_RUN_ERROR, MAFH_ENOMEM, "out of memory taking a request");
+			return;
+		}
+		memcpy(run->raw_request, buf, len);
+		run->raw_request[len] = '\0';
+	}
+	run->raw_request_len = buf ? len : 0;
+	run->raw_flags = MAFH_CALL_RAW | flags;
+	run->raw_size = size;
+	run->raw_due = 1;
+}
+
 /* A request's bytes arrived (a read or a wait event): step over it, refuse it, or hand it
  * out as a CALL. */
 static void take_request(struct mafh_run *run, const char *buf, size_t len)
 {
 	struct mafh__judged j;
 
+	if (run->reg->pass_through) {
+		take_raw_request(run, buf, len, 0, len);
+		return;
+	}
 	run->request_ms = run->now;
 	mafh__request_judge(run->reg, &run->limits, run->answered, buf, len, run->next_id, &j);
 	memcpy(run->call_tool, j.tool, sizeof(run->call_tool));
@@ -470,7 +508,16 @@ static void take_event(struct mafh_run *run, const struct mafh__wait_event *evp)
 			break;
 		run->request_ms = run->now;
 		run->call_tool[0] = '\0';
-		if (ev.unreadable) {
+		if (run->reg->pass_through) {
+			if (ev.unreadable)
+				take_raw_request(run, NULL, 0, MAFH_CALL_UNREADABLE, 0);
+			else if (!mafh__wait_event_whole(&ev) ||
+				 ev.size > (double)run->limits.max_request_bytes)
+				take_raw_request(run, NULL, 0, MAFH_CALL_OVERSIZED,
+						 ev.size > 0 ? (uint64_t)ev.size : 0);
+			else
+				take_request(run, ev.body, ev.body_len);
+		} else if (ev.unreadable) {
 			snprintf(line, sizeof(line), "the request file %04ld is not a regular file "
 				 "that can be read", run->next_id);
 			refuse(run, line);
@@ -507,6 +554,8 @@ static int relay_carries(const struct mafh_run *run)
 /* The next serving state, from what is due. */
 static enum mafh__state serve_next(struct mafh_run *run)
 {
+	if (run->hold_polling)
+		return run->now < run->next_look_ms ? ST_PAUSE : ST_PROBE_EXIT;
 	if (run->transport == MAFH_TRANSPORT_STREAM) {
 		if (!run->stream_open)
 			return ST_STREAM_OPEN;
@@ -516,7 +565,7 @@ static enum mafh__state serve_next(struct mafh_run *run)
 		 * response cap), but for the last id, which has no request after it. */
 		if (run->wbuf)
 			return run->next_id < MAFP_CALL_ID_MAX ? ST_STREAM_SEND : ST_ANSWER;
-		if (run->call_args)
+		if (run->call_args || run->raw_due)
 			return ST_CALL;
 		if (run->now < run->next_look_ms)
 			return ST_PAUSE;     /* a request that did not decode, looked at again */
@@ -529,7 +578,7 @@ static enum mafh__state serve_next(struct mafh_run *run)
 	}
 	if (run->wbuf)
 		return relay_carries(run) ? ST_WAIT_EXEC : ST_ANSWER;
-	if (run->call_args)
+	if (run->call_args || run->raw_due)
 		return ST_CALL;
 	if (run->now < run->next_look_ms &&
 	    !(run->liveness_ms && run->launched && run->transport == MAFH_TRANSPORT_FILES &&
@@ -715,12 +764,20 @@ static void take_look(struct mafh_run *run, const struct mafh_op_result *res)
 		take_request(run, res->read.data ? res->read.data : "", res->read.len);
 		break;
 	case MAFH_READ_TOO_BIG:
+		if (run->reg->pass_through) {
+			take_raw_request(run, NULL, 0, MAFH_CALL_OVERSIZED, res->read.size);
+			break;
+		}
 		run->request_ms = run->now;
 		snprintf(why, sizeof(why), "the request is larger than %llu bytes",
 			 (unsigned long long)run->limits.max_request_bytes);
 		refuse(run, why);
 		break;
 	case MAFH_READ_NOT_REGULAR:
+		if (run->reg->pass_through) {
+			take_raw_request(run, NULL, 0, MAFH_CALL_UNREADABLE, 0);
+			break;
+		}
 		run->request_ms = run->now;
 		snprintf(why, sizeof(why), "the request file %04ld is not a regular file",
 			 run->next_id);
@@ -872,6 +929,19 @@ static void take_pause(struct mafh_run *run, const struct mafh_op_result *res)
 
 static int emit_call(struct mafh_run *run, struct mafh_op *op)
 {
+	if (run->raw_due) {
+		run->call = (struct mafh_call){
+			.size = sizeof(run->call), .id = run->next_id, .tool = "",
+			.arguments = run->raw_request ? run->raw_request : "",
+			.arguments_len = run->raw_request_len, .flags = run->raw_flags,
+			.request_size = run->raw_size,
+		};
+		op->kind = MAFH_OP_CALL;
+		op->call = &run->call;
+		op->fn = run->reg->pt_fn;
+		op->ud = run->reg->pt_ud;
+		return 1;
+	}
 	free(run->call_text);
 	run->call_text = cJSON_PrintUnformatted(run->call_args);
 	if (!run->call_text) {
@@ -889,12 +959,94 @@ static int emit_call(struct mafh_run *run, struct mafh_op *op)
 	return 1;
 }
 
+/* The answer to a pass-through call: the callback's bytes as the response, a step over,
+ * a look again, or holding. */
+static void take_raw_call(struct mafh_run *run, const struct mafh_op_result *res)
+{
+	char sentence[MAFH__SENTENCE_MAX];
+	char *text;
+	cJSON *o;
+	int refused = 0, verbatim = 0;
+
+	run->state = ST_SERVE;
+	sentence[0] = '\0';
+	switch (res->raw_answer) {
+	case MAFH_RAW_STEP_OVER:
+		run->next_id++;
+		mafh__pacing_stepped(&run->pacing);
+		run->next_look_ms = run->now;
+		run->wait_files = 0;
+		return;
+	case MAFH_RAW_LOOK_AGAIN:
+		/* Not there yet, to the callback (an empty file, not a regular one): looked at
+		 * again at the slowest poll, as a supervisor polling for it would. */
+		run->replaces_id = 0;
+		run->next_look_ms = run->now + run->pacing.poll_max_ms;
+		run->wait_files = 0;
+		return;
+	case MAFH_RAW_HOLD:
+		/* Upstream's supervisor reads no request past its bound, and so neither does
+		 * this run: it waits at the last id, which no program reaches by counting. */
+		run->holding = 1;
+		run->replaces_id = 0;
+		run->next_id = MAFP_CALL_ID_MAX;
+		run->next_look_ms = run->now;
+		return;
+	case MAFH_RAW_RESPOND:
+		break;
+	default:
+		end_run(run, MAFH_RUN_ERROR, MAFH_EINVAL, "the host's answer to a pass-through call "
+			"is not one of respond, step over, look again or hold");
+		return;
+	}
+	if (res->error || !res->value) {
+		text = mafh__answer_encode(res, "pass-through", &run->limits,
+					   run->total_response_bytes, &refused, sentence,
+					   sizeof(sentence));
+	} else if (res->value_len > run->limits.max_response_bytes) {
+		snprintf(sentence, sizeof(sentence), "the host's response is %zu bytes, more than "
+			 "the cap of %llu bytes", res->value_len,
+			 (unsigned long long)run->limits.max_response_bytes);
+		refused = 1;
+		text = mafp_response_encode_refusal(sentence);
+	} else {
+		text = malloc(res->value_len + 1);
+		verbatim = 1;
+		if (text) {
+			memcpy(text, res->value, res->value_len);
+			text[res->value_len] = '\0';
+			/* Told apart for the event alone: the bytes go as they are. */
+			o = mafp_json_parse(text, res->value_len, res->value_len);
+			if (cJSON_IsObject(o) && cJSON_GetObjectItemCaseSensitive(o, "refusal") &&
+			    !cJSON_GetObjectItemCaseSensitive(o, "value")) {
+				const cJSON *r = cJSON_GetObjectItemCaseSensitive(o, "refusal");
+
+				refused = 1;
+				snprintf(sentence, sizeof(sentence), "%s",
+					 cJSON_IsString(r) ? r->valuestring : "");
+				mafh__sentence_clean(sentence);
+			}
+			cJSON_Delete(o);
+		}
+	}
+	answer(run, text, refused, sentence);
+	/* The callback's length, not strlen's: the bytes go as they are, a NUL included. */
+	if (text && verbatim)
+		run->wlen = res->value_len;
+}
+
 static void take_call(struct mafh_run *run, const struct mafh_op_result *res)
 {
 	char sentence[MAFH__SENTENCE_MAX];
 	char *text;
 	int refused;
 
+	if (run->raw_due) {
+		drop_call_texts(run);
+		take_raw_call(run, res);
+		mafh__reply_clear(&run->reply);
+		return;
+	}
 	drop_call_texts(run);
 	if (res->note && (run->answer_note = malloc(res->note_len + 1))) {
 		memcpy(run->answer_note, res->note, res->note_len);
@@ -1071,7 +1223,7 @@ static void take_record_read(struct mafh_run *run, const struct mafh_op_result *
 
 static int emit_reclaim(struct mafh_run *run, struct mafh_op *op)
 {
-	mafh__argv_reclaim(&run->argv, run->launcher, run->run_dir);
+	mafh__argv_reclaim(&run->argv, run->launcher, run->run_dir, run->reclaim_keep);
 	op_exec(run, op, run->exec_timeout_ms, LAUNCH_OUT_CAP);
 	return 1;
 }
@@ -1366,5 +1518,6 @@ int mafh_run_call_tool(struct mafh_run *run, const struct mafh_op *op,
 	res->refusal = reply->refusal;
 	res->note = reply->note;
 	res->note_len = reply->note_len;
+	res->raw_answer = reply->raw_answer;
 	return 0;
 }

@@ -95,7 +95,9 @@ int mafh__argv_relay(struct mafh__argv *a, const char *launcher, const char *run
 		     long answer_id, const char *answer_b64);
 int mafh__argv_stop(struct mafh__argv *a, const char *launcher, const char *run_dir,
 		    int64_t supervisor_pid, const char *timeout_s);
-int mafh__argv_reclaim(struct mafh__argv *a, const char *launcher, const char *run_dir);
+/* keep: NULL, or an entry of R the reclaim leaves (--keep). */
+int mafh__argv_reclaim(struct mafh__argv *a, const char *launcher, const char *run_dir,
+		       const char *keep);
 
 /* ---- launcher_output.c -------------------------------------------------------------------- */
 
@@ -236,6 +238,7 @@ struct mafh_run {
 	int64_t timeout_ms;
 	enum mafh_transport transport;  /* resolved: FILES, WAIT or RELAY */
 	int keep_run_dir;
+	char *reclaim_keep;             /* NULL: R goes whole */
 	int write_shim;
 	int64_t wait_slice_ms, exec_timeout_ms;
 	mafh_event_fn on_event;
@@ -284,6 +287,16 @@ struct mafh_run {
 	int64_t request_ms;             /* when the request's bytes arrived */
 	char call_tool[MAFP_TOOL_NAME_MAX + 1];
 	cJSON *call_args;               /* owned while a CALL is due */
+	/* Pass-through: a raw CALL is due with the request's bytes (owned, NUL-terminated;
+	 * NULL with OVERSIZED or UNREADABLE) and its flags. */
+	int raw_due;
+	char *raw_request;
+	size_t raw_request_len;
+	unsigned raw_flags;
+	uint64_t raw_size;
+	/* MAFH_RAW_HOLD: no request is read any more; hold_polling once even the last id
+	 * (where a holding run waits) held a request: the exit marker is then polled. */
+	int holding, hold_polling;
 	char *call_text;                /* the CALL's arguments as text, owned */
 	struct mafh_call call;
 	const struct mafh__tool *call_t;

@@ -36,6 +36,10 @@ struct mafh_registry {
 	size_t cap_tools;
 	struct mafh_limits limits;
 	int sealed;
+	/* mafh_registry_set_pass_through: every request goes to pt_fn, unjudged. */
+	int pass_through;
+	mafh_tool_fn pt_fn;
+	void *pt_ud;
 };
 
 /* The registered tool of that name, or NULL. */
@@ -51,6 +55,7 @@ struct mafh_reply {
 	char *refusal;
 	char *note;
 	size_t note_len;
+	enum mafh_raw_answer raw_answer;  /* mafh_reply_raw */
 };
 void mafh__reply_clear(struct mafh_reply *r);
 

@@ -129,8 +129,10 @@ int mafh__argv_stop(struct mafh__argv *a, const char *launcher, const char *run_
 	return done(a);
 }
 
-int mafh__argv_reclaim(struct mafh__argv *a, const char *launcher, const char *run_dir)
+int mafh__argv_reclaim(struct mafh__argv *a, const char *launcher, const char *run_dir,
+		       const char *keep)
 {
 	start(a, launcher, "reclaim", run_dir);
+	option(a, "--keep", keep);
 	return done(a);
 }

@@ -118,6 +118,10 @@ int mafh_registry_add(struct mafh_registry *reg, const struct mafh_tool *tool,
 		return mafh__error_set(err, MAFH_EPERM,
 				       "the registry is sealed: a run has read it, so tool '%.128s' "
 				       "cannot be registered any more", t.name ? t.name : "");
+	if (reg->pass_through)
+		return mafh__error_set(err, MAFH_EINVAL, "the registry is a pass-through: every "
+				       "request goes to its one callback, so tool '%.128s' cannot be "
+				       "registered", t.name ? t.name : "");
 	if (!t.name || !mafp_tool_name_valid(t.name))
 		return mafh__error_set(err, MAFH_EINVAL,
 				       "a tool name must be 1 to %d printable ASCII characters "
@@ -177,6 +181,22 @@ int mafh_registry_add(struct mafh_registry *reg, const struct mafh_tool *tool,
 nomem:
 	tool_clear(&nt);
 	return mafh__error_set(err, MAFH_ENOMEM, "out of memory");
+}
+
+int mafh_registry_set_pass_through(struct mafh_registry *reg, mafh_tool_fn fn, void *ud,
+				   struct mafh_error *err)
+{
+	if (!reg)
+		return mafh__error_set(err, MAFH_EINVAL, "no registry");
+	if (reg->sealed)
+		return mafh__error_set(err, MAFH_EPERM, "the registry is sealed: a run has read it");
+	if (reg->n_tools)
+		return mafh__error_set(err, MAFH_EINVAL, "the registry holds tools: a pass-through "
+				       "registry serves every request through its one callback");
+	reg->pass_through = 1;
+	reg->pt_fn = fn;
+	reg->pt_ud = ud;
+	return 0;
 }
 
 int mafh_registry_set_limits(struct mafh_registry *reg, const struct mafh_limits *lim,

@@ -78,3 +78,21 @@ int mafh_reply_note(struct mafh_reply *reply, const char *text, size_t len)
 	reply->note_len = len;
 	return 0;
 }
+
+int mafh_reply_raw(struct mafh_reply *reply, enum mafh_raw_answer how, const char *bytes,
+		   size_t len)
+{
+	char *v = NULL;
+
+	if (!reply || (unsigned)how > MAFH_RAW_HOLD || (!bytes && len))
+		return MAFH_EINVAL;
+	if (how == MAFH_RAW_RESPOND && !(v = copy_text(bytes ? bytes : "", len)))
+		return MAFH_ENOMEM;
+	free(reply->value);
+	free(reply->refusal);
+	reply->refusal = NULL;
+	reply->value = v;
+	reply->value_len = v ? len : 0;
+	reply->raw_answer = how;
+	return 0;
+}

@@ -225,6 +225,11 @@ static int run_create(struct mafh_registry *reg, struct mafh_backend *backend, u
 	     (rc = mafh__error_set(err, MAFH_EINVAL, "max_procs and max_memory must be -1 (the "
 				   "launcher's default), 0 (none) or a positive count")) : 0))
 		return rc;
+	if (o.reclaim_keep && (!o.reclaim_keep[0] || strchr(o.reclaim_keep, '/') ||
+			       strcmp(o.reclaim_keep, ".") == 0 ||
+			       strcmp(o.reclaim_keep, "..") == 0 || strlen(o.reclaim_keep) > 255))
+		return mafh__error_set(err, MAFH_EINVAL, "reclaim_keep must be one path component "
+				       "of R (no '/', not '.' or '..')");
 	for (nw = 0; o.writable && o.writable[nw]; nw++) {
 		if (o.writable[nw][0] != '/' || nw == MAFH__WRITABLE_MAX)
 			return mafh__error_set(err, MAFH_EINVAL, "writable takes at most %d absolute "
@@ -265,6 +270,7 @@ static int run_create(struct mafh_registry *reg, struct mafh_backend *backend, u
 	run->seccomp = dup_or_null(o.seccomp);
 	run->landlock = dup_or_null(o.landlock);
 	run->user = dup_or_null(o.user);
+	run->reclaim_keep = dup_or_null(o.reclaim_keep);
 	if (o.max_procs >= 0)
 		snprintf(run->max_procs, sizeof(run->max_procs), "%lld", (long long)o.max_procs);
 	if (o.max_memory >= 0)
@@ -273,7 +279,7 @@ static int run_create(struct mafh_registry *reg, struct mafh_backend *backend, u
 	run->liveness_ms = o.liveness_ms;
 	if (!run->run_dir || !run->launcher || (o.egress && !run->egress) ||
 	    (o.seccomp && !run->seccomp) || (o.landlock && !run->landlock) ||
-	    (o.user && !run->user))
+	    (o.user && !run->user) || (o.reclaim_keep && !run->reclaim_keep))
 		goto nomem;
 	if (nw) {
 		run->writable = calloc(nw + 1, sizeof(char *));
@@ -374,6 +380,8 @@ void mafh_run_free(struct mafh_run *run)
 	free(run->seccomp);
 	free(run->landlock);
 	free(run->user);
+	free(run->reclaim_keep);
+	free(run->raw_request);
 	for (i = 0; run->writable && run->writable[i]; i++)
 		free(run->writable[i]);
 	free(run->writable);

@@ -1,5 +1,5 @@
-/* libFuzzer target: the host's sans-I/O run core fed guest-written bytes wherever it takes
- * them: the launcher's output (the launch line), `maf-launch wait` events, request files,
+/* libFuzzer target: the host's sans-I/O run core, over a registry of one tool or (the first
+ * byte's bit 2) a pass-through one, fed guest-written bytes wherever it takes them: the launcher's output (the launch line), `maf-launch wait` events, request files,
  * the exit marker and record, and stop's output. The input is a list of records
  * [selector byte][length byte][length bytes], each the result of the next op that reads
  * something; when it runs out, execs print nothing and files are absent, and the clock runs
@@ -50,6 +50,19 @@ static int echo_tool(const struct mafh_call *call, struct mafh_reply *reply, voi
 	return mafh_reply_value(reply, call->arguments, call->arguments_len);
 }
 
+/* A pass-through registry's callback: the request's first byte picks the answer, and a
+ * response is the request's own bytes. */
+static int raw_tool(const struct mafh_call *call, struct mafh_reply *reply, void *ud)
+{
+	unsigned how = call->arguments_len ? (unsigned char)call->arguments[0] % 5 : 0;
+
+	(void)ud;
+	if (how == 4)
+		return mafh_reply_refuse(reply, call->arguments);
+	return mafh_reply_raw(reply, (enum mafh_raw_answer)how, call->arguments,
+			      call->arguments_len);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct input in = {data, size};
@@ -67,7 +80,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		caps |= MAFH_CAP_BLOCKING_EXEC;   /* the wait transport */
 	in.p++;
 	in.left--;
-	if (mafh_registry_new(&reg) != 0 || mafh_registry_add(reg, &t, NULL) != 0)
+	if (mafh_registry_new(&reg) != 0)
+		abort();
+	if (data[0] & 2 ? mafh_registry_set_pass_through(reg, raw_tool, NULL, NULL) != 0
+			     : mafh_registry_add(reg, &t, NULL) != 0)
 		abort();
 	mafh_run_options_init(&o);
 	o.run_dir = "/fuzz/run";

@@ -1724,6 +1724,178 @@ static void test_driver(void **state)
 	mafh_backend_free(b);
 }
 
+/* A pass-through registry: every request's bytes reach the one callback as they are, and
+ * what it answers is written as it is; step over, look again and hold. */
+struct raw_seen {
+	int calls;
+	unsigned flags[8];
+	uint64_t sizes[8];
+	char bytes[8][64];
+};
+
+static int raw_tool(const struct mafh_call *call, struct mafh_reply *reply, void *ud)
+{
+	struct raw_seen *seen = ud;
+	static const char *const big = "{\"value\": 12345678901234567890, \"k\":1.50}";
+	int i = seen->calls++;
+
+	assert_string_equal(call->tool, "");
+	seen->flags[i] = call->flags;
+	seen->sizes[i] = call->request_size;
+	snprintf(seen->bytes[i], sizeof(seen->bytes[i]), "%.*s", (int)call->arguments_len,
+		 call->arguments);
+	switch (i) {
+	case 0:
+		return mafh_reply_raw(reply, MAFH_RAW_RESPOND, "{\"refusal\": \"no\"}", 17);
+	case 1:
+		return mafh_reply_raw(reply, MAFH_RAW_STEP_OVER, NULL, 0);
+	case 2:
+		return mafh_reply_raw(reply, MAFH_RAW_RESPOND, big, strlen(big));
+	case 3:
+		return mafh_reply_raw(reply, MAFH_RAW_LOOK_AGAIN, NULL, 0);
+	default:
+		return mafh_reply_raw(reply, MAFH_RAW_HOLD, NULL, 0);
+	}
+}
+
+static void test_pass_through(void **state)
+{
+	struct mafh_param ps[] = {{"a", MAFH_JSON_NUMBER, 1}};
+	struct mafh_tool t = {.size = sizeof(t), .name = "add", .params = ps, .n_params = 1};
+	struct raw_seen seen = {0};
+	struct mafh_run_options o;
+	struct mafh_error err = {0};
+	struct mafh_registry *with_tools;
+	struct mafh_run *bad = NULL;
+	struct fixture f;
+	struct mafh_op op;
+	int64_t before;
+
+	(void)state;
+	/* A registry is one or the other. */
+	assert_int_equal(mafh_registry_new(&with_tools), 0);
+	assert_int_equal(mafh_registry_add(with_tools, &t, &err), 0);
+	assert_int_equal(mafh_registry_set_pass_through(with_tools, raw_tool, &seen, &err),
+			 MAFH_EINVAL);
+	mafh_registry_free(with_tools);
+
+	memset(&f, 0, sizeof(f));
+	f.now = 1000;
+	assert_int_equal(mafh_registry_new(&f.reg), 0);
+	assert_int_equal(mafh_registry_set_pass_through(f.reg, raw_tool, &seen, &err), 0);
+	assert_int_equal(mafh_registry_add(f.reg, &t, &err), MAFH_EINVAL);
+	mafh_run_options_init(&o);
+	o.run_dir = R;
+	o.program = "pass\n";
+	o.program_len = 5;
+	o.write_shim = 0;
+	o.transport = MAFH_TRANSPORT_FILES;
+	o.launcher = "/usr/bin/maf-launch";
+	o.on_event = record_event;
+	o.event_ud = &f;
+	o.reclaim_keep = "work";
+	assert_int_equal(mafh_run_new_sansio(f.reg, MAFH_CAPS_REQUIRED, &o, &f.run, &err), 0);
+	o.reclaim_keep = "a/b";
+	assert_int_equal(mafh_run_new_sansio(f.reg, MAFH_CAPS_REQUIRED, &o, &bad, &err),
+			 MAFH_EINVAL);
+	assert_null(bad);
+
+	op = next(&f);
+	expect_path(&op, MAFH_OP_WRITE, R "/host_tools/program.py");
+	give_write_ok(&f);
+	op = next(&f);
+	assert_string_equal(op.argv[1], "run");
+	give_exec(&f, 0, LAUNCH_OUT, "");
+
+	/* Bytes that are no request at all: handed over, and the answer written as it is. */
+	op = next(&f);
+	expect_path(&op, MAFH_OP_READ, CALLS "0001.request.json");
+	give_read(&f, MAFH_READ_OK, "not json \xff");
+	op = next(&f);
+	give_call(&f, &op);
+	op = next(&f);
+	expect_path(&op, MAFH_OP_WRITE, CALLS "0001.response.json");
+	assert_int_equal(op.len, 17);
+	assert_memory_equal(op.data, "{\"refusal\": \"no\"}", 17);
+	give_write_ok(&f);
+	assert_non_null(strstr(f.events, "call_refused 1 -: no"));
+
+	/* Stepped over: no response, the next request. */
+	op = next(&f);
+	expect_path(&op, MAFH_OP_READ, CALLS "0002.request.json");
+	give_read(&f, MAFH_READ_OK, "{\"abandoned\": true}");
+	op = next(&f);
+	give_call(&f, &op);
+	op = next(&f);
+	expect_path(&op, MAFH_OP_READ, CALLS "0003.request.json");
+
+	/* Past max_request_bytes: not read, handed over as oversized, and a value whose
+	 * digits a JSON library would round goes as it is. */
+	op.kind = MAFH_OP_READ;
+	{
+		struct mafh_op_result res;
+
+		mafh_op_result_init(&res, MAFH_OP_READ);
+		res.read.status = MAFH_READ_TOO_BIG;
+		res.read.size = 5u << 20;
+		give(&f, &res);
+	}
+	op = next(&f);
+	give_call(&f, &op);
+	op = next(&f);
+	expect_path(&op, MAFH_OP_WRITE, CALLS "0003.response.json");
+	assert_memory_equal(op.data, "{\"value\": 12345678901234567890, \"k\":1.50}", op.len);
+	give_write_ok(&f);
+
+	/* Looked at again after the slowest poll, then held: no request is read any more,
+	 * only the exit marker. */
+	op = next(&f);
+	expect_path(&op, MAFH_OP_READ, CALLS "0004.request.json");
+	give_read(&f, MAFH_READ_OK, "");
+	op = next(&f);
+	give_call(&f, &op);
+	before = f.now;
+	op = next(&f);
+	expect_path(&op, MAFH_OP_READ, CALLS "0004.request.json");
+	assert_true(f.now - before >= 200);
+	give_read(&f, MAFH_READ_OK, "{}");
+	op = next(&f);
+	give_call(&f, &op);
+	for (;;) {
+		op = next(&f);
+		assert_int_equal(op.kind, MAFH_OP_READ);
+		if (strcmp(op.path, R "/host_tools/program_exit_code") == 0)
+			break;
+		assert_string_equal(op.path, CALLS "999999.request.json");
+		give_read(&f, MAFH_READ_ABSENT, NULL);
+	}
+	give_read(&f, MAFH_READ_OK, "0");
+	op = next(&f);
+	assert_string_equal(op.argv[1], "stop");
+	give_exec(&f, 0, RECORD "\n", "");
+	op = next(&f);
+	give_read(&f, MAFH_READ_OK, "");
+	op = next(&f);
+	assert_string_equal(op.argv[1], "reclaim");
+	assert_string_equal(argv_after(&op, "--keep"), "work");
+	give_exec(&f, 0, "", "");
+	assert_int_equal(next(&f).kind, MAFH_OP_DONE);
+
+	assert_int_equal(seen.calls, 5);
+	assert_int_equal(seen.flags[0], MAFH_CALL_RAW);
+	assert_string_equal(seen.bytes[0], "not json \xff");
+	assert_int_equal(seen.sizes[0], 10);
+	assert_string_equal(seen.bytes[1], "{\"abandoned\": true}");
+	assert_int_equal(seen.flags[2], MAFH_CALL_RAW | MAFH_CALL_OVERSIZED);
+	assert_int_equal(seen.sizes[2], 5u << 20);
+	assert_string_equal(seen.bytes[2], "");
+	assert_string_equal(seen.bytes[3], "");
+	assert_int_equal(mafh_run_result(f.run)->status, MAFH_RUN_EXITED);
+	assert_int_equal(mafh_run_result(f.run)->calls, 2);
+	assert_int_equal(mafh_run_result(f.run)->refusals, 1);
+	teardown_run(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1754,6 +1926,7 @@ int main(void)
 		cmocka_unit_test(test_wait_target),
 		cmocka_unit_test(test_keep_and_argv),
 		cmocka_unit_test(test_driver),
+		cmocka_unit_test(test_pass_through),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

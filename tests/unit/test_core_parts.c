@@ -186,8 +186,11 @@ static void test_argv(void **state)
 	assert_int_equal(mafh__argv_stop(&a, "ml", "/r", 4242, "10"), 0);
 	assert_argv(&a, (const char *const[]){"ml", "stop", "--run-dir", "/r",
 			"--supervisor-pid", "4242", "--timeout", "10", NULL});
-	assert_int_equal(mafh__argv_reclaim(&a, "ml", "/r"), 0);
+	assert_int_equal(mafh__argv_reclaim(&a, "ml", "/r", NULL), 0);
 	assert_argv(&a, (const char *const[]){"ml", "reclaim", "--run-dir", "/r", NULL});
+	assert_int_equal(mafh__argv_reclaim(&a, "ml", "/r", "work"), 0);
+	assert_argv(&a, (const char *const[]){"ml", "reclaim", "--run-dir", "/r", "--keep",
+			"work", NULL});
 }
 
 /* ---- the launcher's output ---------------------------------------------------------------- */
