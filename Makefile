@@ -74,7 +74,8 @@ PROBE_BIN := $(patsubst tests/probes/%.c,$(BUILD)/probes/%,$(PROBE_SRC))
 TP_STAMP := $(TP)/.stamp
 
 .PHONY: all deps setup test unit integration hostile docker python upstream asan fuzz \
-	bench-launch bench-calls bench-docker bench-transports bench-python demo demo-docker \
+	bench-launch bench-calls bench-docker bench-transports bench-python bench-adopt demo \
+	demo-docker \
 	clean size probes install install-check shim-check
 .DELETE_ON_ERROR:
 
@@ -225,14 +226,23 @@ python: all
 # or later), made once by .ci/debian13 and entered, as root, by tests/upstream/enter.
 # Skipped, with the reason, where the upstream folder is absent. Needs the static launcher
 # (the root has no sanitizer runtime) and, for its Docker test, make images.
+# The drop-in's parity tests (tests/upstream/test_adopt_parity.py) also need the image
+# maf-sandbox's shell launcher runs in, made here (outside the root, where busybox-static
+# is) from python-noshell and removed at the end.
 UPSTREAM_DIR ?= $(abspath ..)/shared/upstream
 UPSTREAM_ROOT ?= $(BUILD)/debian13
+SHELL_TEST_IMAGE ?= $(IMAGE_PREFIX)/python-busybox-test
 upstream: all
 	@if [ ! -d "$(UPSTREAM_DIR)/packages/maf-sandbox" ]; then \
 		echo "make upstream: skipped: maf-sandbox's code is not at $(UPSTREAM_DIR)"; exit 0; fi; \
-	bash .ci/debian13 $(UPSTREAM_ROOT) && \
-	MAF_BUILD=$(abspath $(BUILD)) tests/upstream/enter $(UPSTREAM_ROOT) \
-		python3 -m pytest -q -p no:cacheprovider tests/upstream
+	bash .ci/debian13 $(UPSTREAM_ROOT) || exit 1; \
+	if docker image inspect $(IMAGE_PREFIX)/python-noshell >/dev/null 2>&1; then \
+		$(PYTHON) tests/upstream/shell_image.py build $(SHELL_TEST_IMAGE) \
+			$(IMAGE_PREFIX)/python-noshell >/dev/null || exit 1; fi; \
+	MAF_BUILD=$(abspath $(BUILD)) MAF_IMAGE_PREFIX=$(IMAGE_PREFIX) \
+		MAF_SHELL_IMAGE=$(SHELL_TEST_IMAGE) tests/upstream/enter $(UPSTREAM_ROOT) \
+		python3 -m pytest -q -p no:cacheprovider tests/upstream; rc=$$?; \
+	$(PYTHON) tests/upstream/shell_image.py remove $(SHELL_TEST_IMAGE); exit $$rc
 
 # The README's test command: set up the machine, build, run every test.
 test: setup

@@ -90,3 +90,24 @@ bench-python: all
 	MAF_BUILD=$(abspath $(BUILD)) $(PYTHON) tests/bench/bench_python.py \
 		--calls $(BENCH_PYTHON_CALLS) --rounds $(BENCH_PYTHON_ROUNDS) \
 		--levels $(BENCH_PYTHON_LEVELS)
+
+# make bench-adopt: what the one-line switch gives a maf-sandbox host (tests/bench/
+# bench_adopt.py), in one run over maf-sandbox-docker's own sandbox class: maf-sandbox's
+# dispatch_over_exec with its shell launcher (at its default 0.2 s poll, in python-noshell
+# with busybox's shell added) against mafhost.maf_sandbox.dispatch_over_exec (stream, and
+# relay), BENCH_ADOPT_CALLS calls each: p50 and p90 per call, sandbox operations and engine
+# commands per call. Runs maf-sandbox from ../shared/upstream in the Debian 13 root that make
+# upstream uses; sets the machine up; the shell image is removed at the end. Figures only.
+BENCH_ADOPT_CALLS ?= 50
+
+bench-adopt: setup
+	$(MAKE) all images
+	@if [ ! -d "$(UPSTREAM_DIR)/packages/maf-sandbox" ]; then \
+		echo "make bench-adopt: maf-sandbox's code is not at $(UPSTREAM_DIR)"; exit 1; fi; \
+	bash .ci/debian13 $(UPSTREAM_ROOT) || exit 1; \
+	$(PYTHON) tests/upstream/shell_image.py build $(SHELL_TEST_IMAGE) \
+		$(IMAGE_PREFIX)/python-noshell >/dev/null || exit 1; \
+	MAF_BUILD=$(abspath $(BUILD)) MAF_IMAGE_PREFIX=$(IMAGE_PREFIX) \
+		MAF_SHELL_IMAGE=$(SHELL_TEST_IMAGE) tests/upstream/enter $(UPSTREAM_ROOT) \
+		python3 tests/bench/bench_adopt.py --calls $(BENCH_ADOPT_CALLS); rc=$$?; \
+	$(PYTHON) tests/upstream/shell_image.py remove $(SHELL_TEST_IMAGE); exit $$rc

@@ -47,7 +47,6 @@ import signal
 import subprocess
 import sys
 import tarfile
-import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -55,16 +54,15 @@ from pathlib import Path
 from bench_docker_upstream import BaselineError, DockerCli, UpstreamRun
 from host_run import run_host
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "upstream"))
+import shell_image  # noqa: E402  (tests/upstream: the image upstream's launcher runs in)
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 PROGRAM = HERE / "bench_docker_program.py"
 TOOLS_SERVER = HERE / "bench_tools_server.py"
 REFERENCE = ROOT / "tests" / "integration" / "reference" / "run_program.sh"
 IN_IMAGE_LAUNCHER = "/usr/local/bin/maf-launch"
-# The baseline image's commands: busybox-static's applets, and coreutils' nohup.
-BUSYBOX = "/bin/busybox"
-APPLETS = ("sh", "mkdir", "mv", "printf", "setsid", "kill", "rm")
-NOHUP = "/usr/bin/nohup"
 NAME = f"maf-bench-docker-{uuid.uuid4().hex[:10]}"
 TARGET_SLACK_MS = 5.0
 TARGET_OPS_FACTOR = 2.0
@@ -225,33 +223,14 @@ def ours(a, container, transport, calls):
 
 # ---- 3. the baseline: maf-sandbox's way -----------------------------------------------------
 def baseline_image(a, made, base):
-    """FROM python-noshell, with busybox-static's applets and coreutils' nohup added."""
-    for path, pkg in ((BUSYBOX, "busybox-static"), (NOHUP, "coreutils")):
-        if not os.path.isfile(path):
-            raise Failed(f"{path} is missing (Debian's {pkg}; make setup installs it)")
-    interp = subprocess.run(["readelf", "-l", BUSYBOX], capture_output=True, text=True)
-    if interp.returncode != 0 or "INTERP" in interp.stdout:
-        raise Failed(f"{BUSYBOX} is not a static binary (the baseline image needs "
-                     f"busybox-static's, not busybox's)")
+    """FROM python-noshell, with busybox-static's applets and coreutils' nohup added
+    (tests/upstream/shell_image.py)."""
     tag = f"{NAME}-baseline:latest"
-    with tempfile.TemporaryDirectory(prefix="maf-bench-docker-") as ctx:
-        with tarfile.open(os.path.join(ctx, "shell.tar"), "w") as tar:
-            for path in (BUSYBOX, NOHUP):
-                info = tar.gettarinfo(path, arcname="usr/bin/" + os.path.basename(path))
-                info.uid = info.gid = 0
-                info.uname = info.gname = "root"
-                info.mode = 0o755
-                with open(path, "rb") as f:
-                    tar.addfile(info, f)
-            for applet in APPLETS:
-                info = tarfile.TarInfo("usr/bin/" + applet)
-                info.type, info.linkname, info.mode = tarfile.SYMTYPE, "busybox", 0o777
-                tar.addfile(info)
-        with open(os.path.join(ctx, "Dockerfile"), "w") as f:
-            f.write("ARG BASE\nFROM ${BASE}\nADD shell.tar /\n")
-        made.images.append(tag)
-        docker("build", "-q", "--build-arg", f"BASE={base}", "-t", tag, ctx)
-    return tag
+    made.images.append(tag)
+    try:
+        return shell_image.build(tag, base)
+    except shell_image.Failed as e:
+        raise Failed(str(e)) from None
 
 
 def baseline(a, container, poll, calls, shim):

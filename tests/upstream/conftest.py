@@ -29,6 +29,9 @@ else:
     for pkg in ("maf-sandbox", "maf-sandbox-docker", "maf-sandbox-codeact"):
         sys.path.insert(0, str(PACKAGES / pkg / "src"))
     sys.path.insert(0, str(HERE))
+    # mafhost from this checkout, over the library this build made.
+    sys.path.insert(0, str(ROOT / "host" / "python"))
+    os.environ.setdefault("MAFHOST_LIBRARY", str(BUILD / "libmafhost.so"))
     import warnings
 
     import maf_sandbox  # noqa: F401  (its experimental warning, once, here)

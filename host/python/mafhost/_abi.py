@@ -30,6 +30,9 @@ RUN_STATUSES = ("running", "exited", "signaled", "timeout", "stopped", "launch_f
 TRANSPORTS = ("auto", "files", "wait", "relay", "stream")
 EVENT_KINDS = ("run_started", "call_served", "call_refused", "call_undelivered", "error",
                "run_ended")
+# struct mafh_call's flags, and enum mafh_raw_answer (pass-through registries)
+CALL_RAW, CALL_OVERSIZED, CALL_UNREADABLE = 1, 2, 4
+RAW_RESPOND, RAW_STEP_OVER, RAW_LOOK_AGAIN, RAW_HOLD = range(4)
 JSON_TYPES = ("any", "string", "number", "integer", "boolean", "object", "array", "null")
 
 CAP_EXEC, CAP_FILES_IN, CAP_FILES_OUT, CAP_DETACHED_EXEC, CAP_BLOCKING_EXEC, \
@@ -56,7 +59,8 @@ class Stat(Structure):
 
 class Call(Structure):
     _fields_ = [("size", c_size_t), ("id", c_int64), ("tool", c_char_p),
-                ("arguments", c_char_p), ("arguments_len", c_size_t)]
+                ("arguments", c_char_p), ("arguments_len", c_size_t), ("flags", c_uint),
+                ("request_size", c_uint64)]
 
 
 TOOL_FN = CFUNCTYPE(c_int, POINTER(Call), c_void_p, c_void_p)
@@ -76,7 +80,7 @@ class OpResult(Structure):
                 ("exec", ExecResult), ("read", ReadResult), ("stat", Stat),
                 ("value", c_void_p), ("value_len", c_size_t), ("refusal", c_char_p),
                 ("note", c_void_p), ("note_len", c_size_t), ("stream_data", c_void_p),
-                ("stream_len", c_size_t), ("stream_ended", c_int)]
+                ("stream_len", c_size_t), ("stream_ended", c_int), ("raw_answer", c_int)]
 
 
 class Event(Structure):
@@ -99,7 +103,8 @@ class RunOptions(Structure):
                 ("wait_slice_ms", c_int64), ("exec_timeout_ms", c_int64),
                 ("on_event", EVENT_FN), ("event_ud", c_void_p), ("user", c_char_p),
                 ("max_procs", c_int64), ("max_memory", c_int64),
-                ("writable", POINTER(c_char_p)), ("liveness_ms", c_int64)]
+                ("writable", POINTER(c_char_p)), ("liveness_ms", c_int64),
+                ("reclaim_keep", c_char_p)]
 
 
 class OpCounts(Structure):
@@ -158,6 +163,7 @@ PROTOTYPES = {
     "mafh_registry_add": (c_int, [_P, POINTER(Tool), POINTER(Error)]),
     "mafh_registry_set_limits": (c_int, [_P, POINTER(Limits), POINTER(Error)]),
     "mafh_registry_get_limits": (None, [_P, POINTER(Limits)]),
+    "mafh_registry_set_pass_through": (c_int, [_P, _P, _P, POINTER(Error)]),
     "mafh_limits_init": (None, [POINTER(Limits)]),
     "mafh_registry_check_args": (c_int, [_P, c_char_p, c_char_p, c_size_t, POINTER(Error)]),
     "mafh_run_options_init": (None, [POINTER(RunOptions)]),

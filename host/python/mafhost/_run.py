@@ -158,6 +158,13 @@ class _Sandbox:
         self.sb = sandbox
         self.has_stream = callable(getattr(sandbox, "open_stream", None))
         self.counts = {}
+        # What the sandbox object raised, first to last (a caller serving maf-sandbox's
+        # contract re-raises the first, as maf-sandbox's supervisor would).
+        self.exceptions = []
+
+    def failed(self, res, exc, what):
+        self.exceptions.append(exc)
+        return _fail(res, exc, what)
 
     def count(self, what):
         self.counts[what] = self.counts.get(what, 0) + 1
@@ -178,7 +185,7 @@ class _Sandbox:
             res.exec.exit_code, res.exec.timed_out = -1, 1
             return ()
         except Exception as e:
-            return _fail(res, e, f"the backend's exec of {argv[0]} failed")
+            return self.failed(res, e, f"the backend's exec of {argv[0]} failed")
         out = (r.stdout or "").encode("utf-8", "surrogateescape")[:op.out_cap]
         err = (r.stderr or "").encode("utf-8", "surrogateescape")[:65536]
         # None: a surface whose exec could not tell (killed at its timeout, say).
@@ -200,7 +207,7 @@ class _Sandbox:
         try:
             st = await self.stat(path)
         except Exception as e:
-            return _fail(res, e, f"the backend's stat of {path} failed")
+            return self.failed(res, e, f"the backend's stat of {path} failed")
         if st is not None:
             res.stat.exists, res.stat.size = 1, int(st.size_bytes)
             res.stat.type = {"file": _abi.FILE_REGULAR, "directory": _abi.FILE_DIR,
@@ -236,7 +243,7 @@ class _Sandbox:
             res.read.status, res.read.size = _abi.READ_TOO_BIG, e.size
             return ()
         except Exception as e:
-            return _fail(res, e, f"the backend's read of {path} failed")
+            return self.failed(res, e, f"the backend's read of {path} failed")
         if len(data) > op.cap:  # a surface that does not keep to max_bytes
             res.read.status, res.read.size = _abi.READ_TOO_BIG, len(data)
             return ()
@@ -252,7 +259,7 @@ class _Sandbox:
         try:
             await self.sb.write_file(_rel(path), data, working_directory="/")
         except Exception as e:
-            return _fail(res, e, f"the backend's write of {path} failed")
+            return self.failed(res, e, f"the backend's write of {path} failed")
         return ()
 
 
@@ -325,10 +332,13 @@ class _Stream:
 
 
 class _Run:
-    def __init__(self, lib, sandbox, tools, on_event, run_dir):
+    def __init__(self, lib, sandbox, tools, on_event, run_dir, answerer=None):
         self.lib = lib
         self.sb = sandbox
         self.tools = {t.name: t for t in tools}
+        # A pass-through run: every request's bytes go to answerer(flags, data), which
+        # returns (how, response bytes or None): see _upstream.Answerer.
+        self.answerer = answerer
         self.on_event = on_event
         self.run_dir = run_dir
         self.stream = None
@@ -365,8 +375,20 @@ class _Run:
                 self.tasks.add(t)
                 t.add_done_callback(self.tasks.discard)
 
+    async def raw_call(self, c, res):
+        data = ctypes.string_at(c.arguments, c.arguments_len) if c.arguments_len else b""
+        how, response = await self.answerer(c.flags, data, c.request_size)
+        res.raw_answer = how
+        if response is None:
+            return ()
+        res.value = ctypes.cast(ctypes.c_char_p(response), ctypes.c_void_p)
+        res.value_len = len(response)
+        return (response,)
+
     async def call(self, op, res):
         c = op.call.contents
+        if c.flags & _abi.CALL_RAW:
+            return await self.raw_call(c, res)
         t = self.tools.get(_s(c.tool))
         if t is None:  # the core refuses unknown tools first; this is a safety net
             res.refusal = f"there is no host tool named '{_s(c.tool)}'".encode()
@@ -519,7 +541,7 @@ async def run(backend, program: Optional[str] = None, *, tools=(), timeout: floa
               seccomp: Optional[str] = None, landlock: Optional[str] = None,
               user: Optional[str] = None, max_procs: Optional[int] = None,
               max_memory: Optional[int] = None, writable: Sequence[str] = (),
-              keep_run_dir: bool = False, library=None) -> RunResult:
+              keep_run_dir: bool = False, library=None, **_private) -> RunResult:
     """Runs a program in backend through maf-launch, serving its host-tool calls with
     tools, and returns its RunResult once it is over.
 
@@ -535,29 +557,52 @@ async def run(backend, program: Optional[str] = None, *, tools=(), timeout: floa
                           "sandbox)")
     if timeout is None or not timeout > 0:
         raise ConfigError(f"the timeout must be a positive number of seconds, not {timeout!r}")
+    from . import _upstream
+    served = _upstream.served_registry(tools)
+    if served is not None:
+        # A maf-sandbox HostToolRegistry (or HostToolRun): served as maf-sandbox serves it,
+        # through its own dispatch, with a shim that is maf-sandbox's to the program.
+        if limits is not None:
+            raise ConfigError("limits do not apply to a HostToolRegistry, whose own "
+                              "response_limits and max_dispatches_per_run bound the run")
+        _private = dict(_private, answerer=_upstream.Answerer(served),
+                        write_shim=program is not None)
+        limits, tools = _upstream.limits_for(served), ()
     lib = library if library is not None else _abi.load()
     lib.acquire()
     try:
         return await _run(lib, backend, program, tools, timeout, argv, limits, run_dir,
                           launcher, transport, on_event, check, egress, seccomp, landlock,
-                          user, max_procs, max_memory, writable, keep_run_dir)
+                          user, max_procs, max_memory, writable, keep_run_dir, **_private)
     finally:
         lib.release()
 
 
 async def _run(lib, backend, program, tools, timeout, argv, limits, run_dir, launcher,
                transport, on_event, check, egress, seccomp, landlock, user, max_procs,
-               max_memory, writable, keep_run_dir):
-    sandbox = _Sandbox(backend)
+               max_memory, writable, keep_run_dir, answerer=None, reclaim_keep=None,
+               write_shim=None, poll_max_ms=None, sandbox=None):
+    """The run. Private: answerer (a pass-through registry whose requests it answers),
+    reclaim_keep (an entry of the run directory the reclaim leaves), write_shim (for an
+    answerer: write the shim compatible with maf-sandbox's beside the program),
+    poll_max_ms (the slowest files poll) and sandbox (a _Sandbox already made)."""
+    sandbox = sandbox or _Sandbox(backend)
     tools = as_tools(tools)
-    reg = build_registry(lib, tools, limits or Limits())
+    reg = build_registry(lib, tools, limits or Limits(), pass_through=answerer is not None)
     try:
-        r = _Run(lib, sandbox, tools, on_event, run_dir or "/mafhost-check")
+        r = _Run(lib, sandbox, tools, on_event, run_dir or "/mafhost-check", answerer)
         opts = _abi.RunOptions()
         lib.run_options_init(ctypes.byref(opts))
         keep = _options(lib, opts, r, r.run_dir, program, argv, launcher, timeout, transport,
                         egress, seccomp, landlock, user, max_procs, max_memory, writable,
                         keep_run_dir, backend)
+        if answerer is not None:
+            opts.write_shim = 0
+            if reclaim_keep is not None:
+                opts.reclaim_keep = os.fsencode(reclaim_keep)
+                keep.append(opts.reclaim_keep)
+            if poll_max_ms is not None:
+                opts.poll_max_ms = max(int(poll_max_ms), opts.poll_min_ms)
         if run_dir is None:
             # The options are checked by the library (with a placeholder directory) before
             # a run directory is made, so that a bad one leaves nothing behind.
@@ -565,6 +610,8 @@ async def _run(lib, backend, program, tools, timeout, argv, limits, run_dir, lau
             run_dir = r.run_dir = await _make_run_dir(sandbox, program is None)
             opts.run_dir = os.fsencode(run_dir)
             keep.append(opts.run_dir)
+        if answerer is not None and write_shim:
+            await answerer.write_shim(sandbox, run_dir)
         r.handle = _new_run(lib, reg, sandbox, opts)
         try:
             cancelled = await r.drive()

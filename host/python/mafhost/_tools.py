@@ -174,13 +174,19 @@ def _error_text(lib, rc, err):
     return err.message.decode(errors="replace") or lib.strerror_text(rc)
 
 
-def build_registry(lib, tools, limits: Limits):
-    """A registry (the library's handle) with tools and limits; the caller frees it.
-    ConfigError with the library's sentence for a bad tool or limit."""
+def build_registry(lib, tools, limits: Limits, pass_through: bool = False):
+    """A registry (the library's handle) with tools and limits, or (pass_through) one that
+    hands every request to the driver as it is; the caller frees it. ConfigError with the
+    library's sentence for a bad tool or limit."""
     reg = ctypes.c_void_p()
     if lib.registry_new(ctypes.byref(reg)) < 0:
         raise MemoryError("libmafhost: out of memory")
     try:
+        if pass_through:
+            err = _abi.Error()
+            rc = lib.registry_set_pass_through(reg, None, None, ctypes.byref(err))
+            if rc < 0:
+                raise ConfigError(_error_text(lib, rc, err), rc)
         for t in tools:
             _add(lib, reg, t)
         lim = _abi.Limits()
