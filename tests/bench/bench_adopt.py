@@ -172,7 +172,7 @@ async def main(a):
         f"{r['empty_run']['docker']} docker cmds, {r['empty_run']['requests']} engine reqs"
         for r in rows))
     up, stream = rows[0], rows[1]
-    print(f"  sandbox ops by kind, per call: " + "; ".join(
+    print("  sandbox ops by kind, per call: " + "; ".join(
         f"{r['way']}: " + ", ".join(f"{k} {v:.2f}" for k, v in r["ops_by_kind"].items() if v)
         for r in rows))
     print(f"  drop-in, stream against upstream: {up['p50_ms'] / stream['p50_ms']:.0f}x faster "

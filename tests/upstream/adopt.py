@@ -11,6 +11,8 @@ import os
 import subprocess
 import uuid
 
+import pytest
+
 from maf_sandbox import (HostToolRun, SandboxKey, SandboxSpec, guest_run_layout,
                          host_tool_shim)
 from maf_sandbox import dispatch_over_exec as upstream_dispatch
@@ -35,6 +37,20 @@ def engine_missing():
                           capture_output=True).returncode != 0:
             return f"{image} is not built ({how})"
     return None
+
+
+@pytest.fixture(scope="module")
+def ways():
+    """Ways, open for a test module (skipped where no engine answers or the images are not
+    built, unless REQUIRE_DOCKER=1)."""
+    why = engine_missing()
+    if why:
+        if os.environ.get("REQUIRE_DOCKER") == "1":
+            pytest.fail(f"REQUIRE_DOCKER=1 and {why}", pytrace=False)
+        pytest.skip(why)
+    w = run(Ways().open())
+    yield w
+    run(w.close())
 
 
 class Ways:
@@ -79,3 +95,18 @@ class Ways:
 
 def run(coro):
     return asyncio.run(coro)
+
+
+def recorded_results(monkeypatch):
+    """The list the drop-in's RunResults go to, one a run, from now on (the test's)."""
+    import mafhost.maf_sandbox as drop_in
+
+    seen = []
+    outcome = drop_in._outcome
+
+    def record(result, counted, timeout):
+        seen.append(result)
+        return outcome(result, counted, timeout)
+
+    monkeypatch.setattr(drop_in, "_outcome", record)
+    return seen

@@ -16,7 +16,6 @@ same).
 Skipped where no engine answers or the images are not built, unless REQUIRE_DOCKER=1."""
 import asyncio
 import contextlib
-import os
 import warnings
 
 import pytest
@@ -24,22 +23,9 @@ import pytest
 from maf_sandbox import (HostToolRegistry, Identity, SandboxProgramTimeout, TransferLimits,
                          sandbox_tool)
 
-import mafhost.maf_sandbox as drop_in
-from adopt import Ways, engine_missing, run
+from adopt import recorded_results, run, ways  # noqa: F401  (ways: a fixture)
 
 SMALL = TransferLimits(max_bytes_per_file=4096, max_total_bytes=1 << 20, max_files=64)
-
-
-@pytest.fixture(scope="module")
-def ways():
-    why = engine_missing()
-    if why:
-        if os.environ.get("REQUIRE_DOCKER") == "1":
-            pytest.fail(f"REQUIRE_DOCKER=1 and {why}", pytrace=False)
-        pytest.skip(why)
-    w = run(Ways().open())
-    yield w
-    run(w.close())
 
 
 def registry(log, *tools, named=(), **policy):
@@ -218,14 +204,7 @@ def test_the_drop_in_answers_as_maf_sandbox_does(ways, case):
 
 
 def test_calls_travel_over_the_engine_stream(ways, monkeypatch):
-    seen = []
-    outcome = drop_in._outcome
-
-    def record(result, counted, timeout):
-        seen.append(result)
-        return outcome(result, counted, timeout)
-
-    monkeypatch.setattr(drop_in, "_outcome", record)
+    seen = recorded_results(monkeypatch)
     log = []
     reg = basic(log, max_dispatches_per_run=32)
     program = HEAD + "print(sum(call('add', left=i, right=1) for i in range(20)))\n"

@@ -14,10 +14,9 @@ import json
 import os
 import subprocess
 import sys
-import xml.etree.ElementTree as ET
-
 import pytest
 
+import junit
 from adopt import NOSHELL_IMAGE, engine_missing
 from conftest import BUILD, HERE, PACKAGES, ROOT
 
@@ -42,17 +41,7 @@ def outcomes(tmp_path, name, swapped):
     proc = subprocess.run(argv, cwd=SUITE.parent, env=env, capture_output=True, text=True,
                           timeout=1800)
     assert report.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
-    found = {}
-    for case in ET.parse(report).getroot().iter("testcase"):
-        nodeid = case.get("classname", "") + "::" + case.get("name")
-        outcome = "passed"
-        for child in case:
-            if child.tag in ("failure", "error"):
-                outcome = "failed"
-            elif child.tag == "skipped":
-                outcome = "skipped"
-        found[nodeid] = outcome
-    return found, proc
+    return junit.outcomes(report, lambda classname, name: f"{classname}::{name}"), proc
 
 
 def test_codeacts_suite_ends_alike_with_the_drop_in(tmp_path):

@@ -6,8 +6,8 @@ agent_framework, cannot be installed here) are the same in both and so no differ
 import os
 import subprocess
 import sys
-import xml.etree.ElementTree as ET
 
+import junit
 from conftest import HERE, LAUNCHER, PACKAGES
 
 SUITE = PACKAGES / "maf-sandbox" / "tests"
@@ -39,21 +39,15 @@ def outcomes(tmp_path, name, swapped):
     proc = subprocess.run(argv, cwd=SUITE.parent, env=env, capture_output=True, text=True,
                           timeout=1200)
     assert report.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
-    found = {}
-    for case in ET.parse(report).getroot().iter("testcase"):
+
+    def nodeid(classname, name):
         # classname is tests.test_x.TestClass: the module's path, then the class.
-        parts = case.get("classname", "").split(".")
+        parts = classname.split(".")
         cls = [p for p in parts if p[:1].isupper()]
         mod = "/".join(p for p in parts if not p[:1].isupper()) + ".py"
-        nodeid = "::".join([mod, *cls, case.get("name")])
-        outcome = "passed"
-        for child in case:
-            if child.tag in ("failure", "error"):
-                outcome = "failed"
-            elif child.tag == "skipped":
-                outcome = "skipped"
-        found[nodeid] = outcome
-    return found, proc
+        return "::".join([mod, *cls, name])
+
+    return junit.outcomes(report, nodeid), proc
 
 
 def test_the_suite_ends_alike_with_maf_launch_swapped_in(tmp_path, launcher):
