@@ -294,47 +294,6 @@ int channel_parse_call(const char *line, size_t len, cJSON **root, struct channe
 	return 0;
 }
 
-int channel_text_is_utf8(const char *text, size_t len)
-{
-	const unsigned char *p = (const unsigned char *)text, *end = p + len;
-
-	while (p < end) {
-		unsigned char b = *p;
-		size_t n, i;
-		uint32_t cp;
-
-		if (b < 0x80) {
-			p++;
-			continue;
-		}
-		if (b >= 0xc2 && b <= 0xdf) {
-			n = 1;
-			cp = b & 0x1f;
-		} else if (b >= 0xe0 && b <= 0xef) {
-			n = 2;
-			cp = b & 0x0f;
-		} else if (b >= 0xf0 && b <= 0xf4) {
-			n = 3;
-			cp = b & 0x07;
-		} else {
-			return 0;	/* a continuation byte, an overlong lead, or past U+10FFFF */
-		}
-		if ((size_t)(end - p) <= n)
-			return 0;
-		for (i = 1; i <= n; i++) {
-			if ((p[i] & 0xc0) != 0x80)
-				return 0;
-			cp = cp << 6 | (p[i] & 0x3f);
-		}
-		/* Overlong forms, UTF-16 surrogates (which strict decoders refuse, Python's
-		 * among them) and past U+10FFFF. */
-		if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || cp > 0x10ffff ||
-		    (cp >= 0xd800 && cp <= 0xdfff))
-			return 0;
-		p += n + 1;
-	}
-	return 1;
-}
 
 static int tool_allowed(const struct channel *c, const char *name)
 {
@@ -677,7 +636,7 @@ static size_t look(struct channel *c, struct call *k)
 		cJSON_Delete(whole);
 		/* Relayed as a JSON string, which holds text: bytes that are not UTF-8 would
 		 * reach the caller changed, or not as JSON at all. */
-		if (channel_text_is_utf8(buf, (size_t)got))
+		if (mafp_utf8_valid(buf, (size_t)got))
 			line = answer_line(k->id, NULL, NULL, buf);
 		else
 			line = answer_line(k->id, NULL, "the host's response is not UTF-8", NULL);

@@ -124,8 +124,4 @@ struct channel_call {
 int channel_parse_call(const char *line, size_t len, cJSON **root, struct channel_call *call,
 		       char *why, size_t why_size);
 
-/* 1 if the len bytes of text are UTF-8 as strict decoders take it (no overlong form, no
- * surrogate, nothing past U+10FFFF), else 0. Pure. */
-int channel_text_is_utf8(const char *text, size_t len);
-
 #endif

@@ -490,6 +490,48 @@ int mafp_tool_name_valid(const char *name)
 	return 1;
 }
 
+int mafp_utf8_valid(const char *text, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)text, *end = p + len;
+
+	while (p < end) {
+		unsigned char b = *p;
+		size_t n, i;
+		uint32_t cp;
+
+		if (b < 0x80) {
+			p++;
+			continue;
+		}
+		if (b >= 0xc2 && b <= 0xdf) {
+			n = 1;
+			cp = b & 0x1f;
+		} else if (b >= 0xe0 && b <= 0xef) {
+			n = 2;
+			cp = b & 0x0f;
+		} else if (b >= 0xf0 && b <= 0xf4) {
+			n = 3;
+			cp = b & 0x07;
+		} else {
+			return 0;	/* a continuation byte, an overlong lead, or past U+10FFFF */
+		}
+		if ((size_t)(end - p) <= n)
+			return 0;
+		for (i = 1; i <= n; i++) {
+			if ((p[i] & 0xc0) != 0x80)
+				return 0;
+			cp = cp << 6 | (p[i] & 0x3f);
+		}
+		/* Overlong forms, UTF-16 surrogates (which strict decoders refuse, Python's
+		 * among them) and past U+10FFFF. */
+		if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || cp > 0x10ffff ||
+		    (cp >= 0xd800 && cp <= 0xdfff))
+			return 0;
+		p += n + 1;
+	}
+	return 1;
+}
+
 static void set_why(char *why, size_t size, const char *msg)
 {
 	snprintf(why, size, "%s", msg);
@@ -505,6 +547,12 @@ int mafp_request_decode(const char *buf, size_t len, size_t max_len, long expect
 	memset(req, 0, sizeof(*req));
 	if (len > max_len) {
 		snprintf(why, why_size, "the request is larger than %zu bytes", max_len);
+		return -1;
+	}
+	/* Refused before any tool sees it: a JSON parser that takes bytes would hand the tool
+	 * a string the program never wrote (Python's decoder refuses it outright). */
+	if (!mafp_utf8_valid(buf, len)) {
+		set_why(why, why_size, "the request is not valid UTF-8");
 		return -1;
 	}
 	o = mafp_json_parse(buf, len, max_len);

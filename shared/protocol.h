@@ -204,6 +204,10 @@ void mafp_response_clear(struct mafp_response *resp);
 size_t mafp_base64_encode(const void *data, size_t len, char *out);
 long mafp_base64_decode(const char *text, size_t len, void *out);
 
+/* 1 if the len bytes of text are UTF-8 as strict decoders take it (no overlong form, no
+ * surrogate, nothing past U+10FFFF), else 0. Pure. */
+int mafp_utf8_valid(const char *text, size_t len);
+
 /* 1 if name is a tool name we accept: 1..MAFP_TOOL_NAME_MAX bytes of printable ASCII
  * other than '/', '\\', quote and space. */
 int mafp_tool_name_valid(const char *name);

@@ -3,7 +3,7 @@
  * MAFL_CHANNEL_ID_MAX bytes, or a number) and is either raw (a request of exactly
  * request_len bytes, no name, no arguments) or a tool call (a valid tool name and an object
  * for arguments); a refused one has a sentence; the tree is always released. A raw request
- * that channel_text_is_utf8 passes also goes through the way a raw answer carries a
+ * that mafp_utf8_valid passes also goes through the way a raw answer carries a
  * response, a JSON string printed by cJSON, and must read back as the same bytes. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -63,7 +63,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (call.name || call.arguments ||
 			    strlen(call.request) != call.request_len)
 				abort();
-			if (channel_text_is_utf8(call.request, call.request_len))
+			if (mafp_utf8_valid(call.request, call.request_len))
 				round_trip(call.request, call.request_len);
 		} else if (!call.name || !mafp_tool_name_valid(call.name) ||
 			   !cJSON_IsObject(call.arguments)) {

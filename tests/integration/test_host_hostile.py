@@ -34,7 +34,11 @@ def check_refused_or_error(proc, rep, labels):
 
 def test_malformed_requests(host):
     proc, rep = host_run("legacy_calls.py", *ECHO, args=["malformed"], timeout=120)
-    check_refused_or_error(proc, rep, ["malformed", "not utf-8", "deep"])
+    out = check_refused_or_error(proc, rep, ["malformed", "not utf-8", "deep",
+                                             "not utf-8 in an argument"])
+    # Refused before the tool runs, in the library's words (the same from Python).
+    assert out["not utf-8 in an argument"]["detail"] == "the request is not valid UTF-8"
+    assert rep["calls"] == 5 and rep["refusals"] == 4, rep
 
 
 def test_50_mb_request(host):

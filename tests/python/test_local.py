@@ -296,3 +296,27 @@ def test_tools_given_as_a_mapping_take_its_names():
     assert (got[0].fn, got[0].description, got[0].params, got[0].inline) == \
         (add, "sums", t.params, True)
     assert list(got[2].params) == ["x"]
+
+
+def test_a_request_that_is_not_utf8_is_refused_before_any_tool_runs(local):
+    ran = []
+
+    def echo(s: str) -> str:
+        ran.append(s)
+        return s
+
+    program = (
+        "import json, os, time, maf_host_tools as m\n"
+        "d = m.CALLS_DIR\nos.makedirs(d, exist_ok=True)\n"
+        "open(os.path.join(d, '0001.claim'), 'w').close()\n"
+        "with open(os.path.join(d, '0001.request.json.part'), 'wb') as f:\n"
+        "    f.write(b'{\"id\": \"0001\", \"name\": \"echo\", \"arguments\": {\"s\": \"\\xff\\xfe\"}}')\n"
+        "os.replace(os.path.join(d, '0001.request.json.part'), "
+        "os.path.join(d, '0001.request.json'))\n"
+        "p = os.path.join(d, '0001.response.json')\n"
+        "while not os.path.exists(p):\n    time.sleep(0.01)\n"
+        "print(json.load(open(p)))\n"
+        "print(m.echo(s='ok'))\n")
+    r = arun(mafhost.run(local, program, tools=[echo], timeout=30, transport="files"))
+    assert r.output.splitlines() == ["{'refusal': 'the request is not valid UTF-8'}", "ok"], r
+    assert ran == ["ok"]

@@ -772,7 +772,7 @@ static void test_parse_call_raw_form(void **state)
 }
 
 /* ----------------------------------------------------------------------------------------- */
-/* channel_text_is_utf8 */
+/* mafp_utf8_valid */
 
 static void test_text_is_utf8(void **state)
 {
@@ -791,14 +791,14 @@ static void test_text_is_utf8(void **state)
 
 	(void)state;
 	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++)
-		if (!channel_text_is_utf8(good[i], strlen(good[i])))
+		if (!mafp_utf8_valid(good[i], strlen(good[i])))
 			fail_msg("good[%zu] refused", i);
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		if (channel_text_is_utf8(bad[i], strlen(bad[i])))
+		if (mafp_utf8_valid(bad[i], strlen(bad[i])))
 			fail_msg("bad[%zu] taken", i);
 	/* By length, not by terminator: a sequence cut by len is not whole. */
-	assert_false(channel_text_is_utf8("\xc3\xa9", 1));
-	assert_true(channel_text_is_utf8("\xc3\xa9\xff", 2));
+	assert_false(mafp_utf8_valid("\xc3\xa9", 1));
+	assert_true(mafp_utf8_valid("\xc3\xa9\xff", 2));
 }
 
 /* ----------------------------------------------------------------------------------------- */

@@ -1023,6 +1023,13 @@ static void test_request_decode_abandoned(void **state)
 	request_bad("{\"id\": \"0003\", \"abandoned\": false}", 3, "name");
 	request_bad("{\"id\": \"0003\", \"abandoned\": \"true\"}", 3, "name");
 	request_bad("{\"abandoned\": true}", 3, "id");
+	/* Bytes a strict decoder refuses, even inside a string a tool would be handed. */
+	request_bad("{\"id\": \"0003\", \"name\": \"t\", \"arguments\": {\"s\": \"\xff\xfe\"}}", 3,
+		    "not valid UTF-8");
+	request_bad("{\"id\": \"0003\", \"name\": \"t\", \"arguments\": {\"s\": \"\xed\xa0\x80\"}}", 3,
+		    "not valid UTF-8");
+	request_bad("{\"id\": \"0003\", \"name\": \"t\", \"arguments\": {\"s\": \"\xc0\xaf\"}}", 3,
+		    "not valid UTF-8");
 }
 
 static void test_request_decode_id(void **state)

@@ -106,6 +106,8 @@ def mode_malformed():
     raw("malformed", b'{"id": "')
     raw("not utf-8", b'{"id": "\xff\xfe", "name": "echo"}')
     raw("deep", "[" * 5000 + "]" * 5000)
+    raw("not utf-8 in an argument", lambda nnnn: b'{"id": "%s", "name": "echo", "arguments": '
+        b'{"s": "\xff\xfe"}}' % nnnn.encode())
     say("after", call("echo", x=3))
 
 
