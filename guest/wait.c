@@ -21,11 +21,13 @@
  *   {"event":"lost"}\n   with --supervisor-pid P: P is gone (or is no longer the run's
  *        supervisor) and left no exit marker
  *
- * maf-launch relay is the same wait after an answer: with --answer ID --value-b64 DATA it first
- * writes DATA, decoded, whole as R/host_tools/host_tool_calls/IIII.response.json (a temporary
- * name in that directory, then a rename), so a host with exec alone answers one call and
- * fetches the next in one operation. An answer too large for an argument is written by the
- * host first, and the relay then carries none.
+ * maf-launch relay is the same wait after an answer: with --answer ID --value-stdin it first
+ * reads its stdin to the end (at most --max-answer-bytes) and writes it whole as
+ * R/host_tools/host_tool_calls/IIII.response.json (a temporary name in that directory, then
+ * a rename), so a host whose exec takes an input answers one call and fetches the next in
+ * one operation. The answer is never an argument: any process of the machine, under any uid,
+ * may read an argv in /proc/PID/cmdline while the relay waits. A host whose exec takes no
+ * input writes the answer itself first, and the relay then carries none.
  *
  * A waiting request takes priority over the exit marker. The bytes are what the file held
  * when read, unchecked: the shim publishes through NNNN.request.json.part and a rename, so a
@@ -53,6 +55,8 @@
 #endif
 
 #define WAIT_DEFAULT_MAX_BYTES (1ull << 20)
+/* The largest answer serve and relay take from the host, unless told otherwise. */
+#define SERVE_DEFAULT_MAX_ANSWER (64ull << 20)
 #define WAIT_MAX_BYTES_CAP (1ull << 30)
 #define WAIT_TIMEOUT_MS_MAX 86400000ull
 #define WAIT_FALLBACK_MS 20
@@ -90,25 +94,30 @@ static void usage(FILE *f)
 static void relay_usage(FILE *f)
 {
 	fputs("usage: maf-launch relay --run-dir R --next N --timeout-ms T\n"
-	      "                        [--answer ID --value-b64 DATA] [--max-bytes B]\n"
-	      "                        [--supervisor-pid P]\n"
+	      "                        [--answer ID --value-stdin] [--max-answer-bytes A]\n"
+	      "                        [--max-bytes B] [--supervisor-pid P]\n"
 	      "\n"
 	      "Writes the answer to call ID, when given, then waits as 'maf-launch wait' does\n"
-	      "and prints the same events. DATA is the whole response file\n"
-	      "(R/host_tools/host_tool_calls/IIII.response.json), base64 (RFC 4648, padded);\n"
-	      "it is written under a temporary name and renamed into place, so a reader sees\n"
-	      "it whole or not at all. Creates R/host_tools/host_tool_calls if it is missing.\n"
+	      "and prints the same events. The answer is stdin, read to its end: the whole\n"
+	      "response file (R/host_tools/host_tool_calls/IIII.response.json), written under\n"
+	      "a temporary name and renamed into place, so a reader sees it whole or not at\n"
+	      "all. It is never an argument, which any process may read while the relay\n"
+	      "waits. Creates R/host_tools/host_tool_calls if it is missing.\n"
 	      "\n"
-	      "  --run-dir R       the run directory (required)\n"
-	      "  --next N          the call id to wait for, 1..999999 (required)\n"
-	      "  --timeout-ms T    milliseconds to wait, up to 86400000; 0 looks once (required)\n"
-	      "  --answer ID       the call the answer is for, 1..999999 (with --value-b64)\n"
-	      "  --value-b64 DATA  the response file's bytes, base64 (with --answer)\n"
-	      "  --max-bytes B     the largest request printed (default: 1048576)\n"
-	      "  --supervisor-pid P  as for 'maf-launch wait'\n"
+	      "  --run-dir R            the run directory (required)\n"
+	      "  --next N               the call id to wait for, 1..999999 (required)\n"
+	      "  --timeout-ms T         milliseconds to wait, up to 86400000; 0 looks once\n"
+	      "                         (required)\n"
+	      "  --answer ID            the call the answer is for, 1..999999 (with\n"
+	      "                         --value-stdin)\n"
+	      "  --value-stdin          the response file's bytes are stdin (with --answer)\n"
+	      "  --max-answer-bytes A   the largest answer taken (default: 67108864)\n"
+	      "  --max-bytes B          the largest request printed (default: 1048576)\n"
+	      "  --supervisor-pid P     as for 'maf-launch wait'\n"
 	      "\n"
-	      "Exit codes: 0 the answer (if any) was written and an event printed, 2 usage,\n"
-	      "125 failure (the answer may not have been written: nothing was printed).\n", f);
+	      "Exit codes: 0 the answer (if any) was written and an event printed, 2 usage (an\n"
+	      "answer past A included: nothing written), 125 failure (the answer may not have\n"
+	      "been written: nothing was printed).\n", f);
 }
 
 static void emit(const char *head, const void *bytes, size_t len)
@@ -431,6 +440,16 @@ static int take_common(int argc, char **argv, int *i, const char **run_dir,
 	return 1;
 }
 
+static unsigned long long take_max_answer(const char *v)
+{
+	unsigned long long max;
+
+	if (parse_u64(v, WAIT_MAX_BYTES_CAP, &max) < 0)
+		die(MAFP_EXIT_USAGE, "--max-answer-bytes takes a byte count up to %llu, not '%s'",
+		    WAIT_MAX_BYTES_CAP, v);
+	return max;
+}
+
 static void check_run_dir(const char *run_dir, const char *cmd, const char *required)
 {
 	const char *why;
@@ -441,15 +460,54 @@ static void check_run_dir(const char *run_dir, const char *cmd, const char *requ
 		die(MAFP_EXIT_USAGE, "bad --run-dir '%s': %s", run_dir, why);
 }
 
+/* All of stdin, at most max bytes (malloc'd; *len its length). Past max is a usage error with
+ * nothing written: the host sent an answer larger than it said it would. */
+static unsigned char *read_answer(unsigned long long max, size_t *len)
+{
+	size_t size = 0, got = 0;
+	unsigned char *buf = NULL;
+
+	for (;;) {
+		ssize_t n;
+
+		if (got == size) {
+			/* One byte past max, to tell an answer of max bytes from a longer one. */
+			size_t want = size ? size * 2 : 65536;
+			unsigned char *nb;
+
+			if (want > max + 1)
+				want = (size_t)max + 1;
+			nb = realloc(buf, want);
+			if (!nb)
+				die(MAFP_EXIT_LAUNCHER, "out of memory for a %zu-byte answer", want);
+			buf = nb;
+			size = want;
+		}
+		n = read(0, buf + got, size - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			die_errno(MAFP_EXIT_LAUNCHER, "cannot read the answer on stdin");
+		if (n == 0)
+			break;
+		got += (size_t)n;
+		if (got > max)
+			die(MAFP_EXIT_USAGE, "the answer on stdin is longer than %llu bytes "
+			    "(--max-answer-bytes)", max);
+	}
+	*len = got;
+	return buf;
+}
+
 static int wait_or_relay(int argc, char **argv, int relay)
 {
-	const char *run_dir = NULL, *v, *b64 = NULL, *cmd = relay ? "relay" : "wait";
+	const char *run_dir = NULL, *v, *cmd = relay ? "relay" : "wait";
 	unsigned long long next = 0, timeout_ms = 0, max_bytes = WAIT_DEFAULT_MAX_BYTES;
-	unsigned long long sup = 0, answer = 0;
+	unsigned long long sup = 0, answer = 0, max_answer = SERVE_DEFAULT_MAX_ANSWER;
 	unsigned char *answer_bytes = NULL;
-	long answer_len = 0;
+	size_t answer_len = 0;
 	char answer_name[64];
-	int i, have_timeout = 0;
+	int i, have_timeout = 0, from_stdin = 0;
 	struct waiter w;
 
 	for (i = 1; i < argc; i++) {
@@ -464,8 +522,10 @@ static int wait_or_relay(int argc, char **argv, int relay)
 			continue;
 		if (relay && opt_take(argc, argv, &i, "--answer", &v)) {
 			answer = take_call_id("--answer", v);
-		} else if (relay && opt_take(argc, argv, &i, "--value-b64", &v)) {
-			b64 = v;
+		} else if (relay && strcmp(argv[i], "--value-stdin") == 0) {
+			from_stdin = 1;
+		} else if (relay && opt_take(argc, argv, &i, "--max-answer-bytes", &v)) {
+			max_answer = take_max_answer(v);
 		} else if (opt_take(argc, argv, &i, "--next", &v)) {
 			next = take_call_id("--next", v);
 		} else if (opt_take(argc, argv, &i, "--timeout-ms", &v)) {
@@ -481,25 +541,18 @@ static int wait_or_relay(int argc, char **argv, int relay)
 	if (!next || !have_timeout)
 		run_dir = NULL;
 	check_run_dir(run_dir, cmd, "--run-dir, --next and --timeout-ms are");
-	if (!answer != !b64)
-		die(MAFP_EXIT_USAGE, "--answer and --value-b64 go together");
-	if (b64) {
-		size_t n = strlen(b64);
-
-		answer_bytes = malloc(n / 4 * 3 + 1);
-		if (!answer_bytes)
-			die(MAFP_EXIT_LAUNCHER, "out of memory for a %zu-byte answer", n);
-		answer_len = mafp_base64_decode(b64, n, answer_bytes);
-		if (answer_len < 0)
-			die(MAFP_EXIT_USAGE, "--value-b64 is not base64 (RFC 4648, padded)");
+	if (!answer != !from_stdin)
+		die(MAFP_EXIT_USAGE, "--answer and --value-stdin go together");
+	if (from_stdin) {
 		if (mafp_call_file_name(answer_name, sizeof(answer_name), (long)answer,
 					MAFP_SUFFIX_RESPONSE) < 0)
 			die(MAFP_EXIT_USAGE, "--answer %llu is out of range", answer);
+		answer_bytes = read_answer(max_answer, &answer_len);
 	}
 	waiter_open(&w, run_dir, sup, max_bytes);
 	w.look_first_ms = WAIT_LOOK_FIRST_MS;
 	if (answer_bytes) {
-		write_whole(w.calls_fd, w.calls_path, answer_name, answer_bytes, (size_t)answer_len);
+		write_whole(w.calls_fd, w.calls_path, answer_name, answer_bytes, answer_len);
 		free(answer_bytes);
 	}
 	return waiter_event(&w, next, (long long)timeout_ms, -1);
@@ -508,7 +561,6 @@ static int wait_or_relay(int argc, char **argv, int relay)
 /* ---- serve ------------------------------------------------------------------------------- */
 
 #define SERVE_HEAD_MAX 256
-#define SERVE_DEFAULT_MAX_ANSWER (64ull << 20)
 
 static void serve_usage(FILE *f)
 {
@@ -618,9 +670,7 @@ int cmd_serve(int argc, char **argv)
 		if (take_common(argc, argv, &i, &run_dir, &sup, &max_bytes))
 			continue;
 		if (opt_take(argc, argv, &i, "--max-answer-bytes", &v)) {
-			if (parse_u64(v, WAIT_MAX_BYTES_CAP, &max_answer) < 0)
-				die(MAFP_EXIT_USAGE, "--max-answer-bytes takes a byte count up to "
-				    "%llu, not '%s'", WAIT_MAX_BYTES_CAP, v);
+			max_answer = take_max_answer(v);
 		} else {
 			die(MAFP_EXIT_USAGE, "unexpected argument '%s' (try 'maf-launch serve "
 			    "--help')", argv[i]);

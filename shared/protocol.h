@@ -195,11 +195,12 @@ struct mafp_response {
 int mafp_response_decode(const char *buf, size_t len, size_t max_len, struct mafp_response *resp);
 void mafp_response_clear(struct mafp_response *resp);
 
-/* Standard base64 (RFC 4648, with '=' padding), for a response carried in the argv of
- * `maf-launch relay`. encode writes the text and a NUL into out, which holds at least
- * MAFP_BASE64_LEN(len) + 1 bytes, and returns its length. decode takes exactly the
- * canonical text (length a multiple of 4, padding only at the end, the unused bits zero),
- * writes at most len / 4 * 3 bytes into out and returns their count, or -1. */
+/* Standard base64 (RFC 4648, with '=' padding), under the Docker backend's reader of the
+ * engine's X-Docker-Container-Path-Stat header. encode writes the text and a NUL into out,
+ * which holds at least MAFP_BASE64_LEN(len) + 1 bytes, and returns its length. decode
+ * takes exactly the canonical text (length a multiple of 4, padding only at the end, the
+ * unused bits zero), writes at most len / 4 * 3 bytes into out and returns their count, or
+ * -1. */
 #define MAFP_BASE64_LEN(n) (((n) + 2) / 3 * 4)
 size_t mafp_base64_encode(const void *data, size_t len, char *out);
 long mafp_base64_decode(const char *text, size_t len, void *out);

@@ -43,6 +43,19 @@ static int lat_exec(void *ctx, const char *const *argv, int64_t timeout_ms, size
 	return rc;
 }
 
+static int lat_exec_input(void *ctx, const char *const *argv, const void *in, size_t in_len,
+			  int64_t timeout_ms, size_t out_cap, struct mafh_exec_result *res,
+			  struct mafh_error *err)
+{
+	struct latency *l = ctx;
+	int rc;
+
+	enter(l);
+	rc = mafh_backend_exec_input(l->inner, argv, in, in_len, timeout_ms, out_cap, res, err);
+	leave(l);
+	return rc;
+}
+
 static int lat_write(void *ctx, const char *path, const void *data, size_t len,
 		     const char *replaces, struct mafh_error *err)
 {
@@ -167,5 +180,6 @@ int mafh_backend_latency_new(struct mafh_backend *inner, int64_t latency_ms,
 	ops.stream_write = lat_stream_write;
 	ops.stream_read = lat_stream_read;
 	ops.stream_close = lat_stream_close;
+	ops.exec_input = lat_exec_input;
 	return mafh_backend_new(&ops, out, NULL);
 }

@@ -1,8 +1,8 @@
 /* The local backend: the run directory is on this machine. exec is fork/execvp of argv with
- * pipes and a timeout (local_exec.c); files are the filesystem, reached without following
- * symlinks, since every name under the run directory may have been planted by the program
- * (local_files.c); wait_change is inotify (local_wait.c). This file holds what ties them
- * into a backend table. */
+ * pipes and a timeout, exec_input the same with bytes on its stdin (local_exec.c); files
+ * are the filesystem, reached without following symlinks, since every name under the run
+ * directory may have been planted by the program (local_files.c); wait_change is inotify
+ * (local_wait.c). This file holds what ties them into a backend table. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -20,7 +20,16 @@ static int local_exec(void *ctx, const char *const *argv, int64_t timeout_ms, si
 		      struct mafh_exec_result *res, struct mafh_error *err)
 {
 	(void)ctx;
-	return mafh__local_exec(argv, timeout_ms, out_cap, res, err);
+	return mafh__local_exec(argv, NULL, 0, timeout_ms, out_cap, res, err);
+}
+
+static int local_exec_input(void *ctx, const char *const *argv, const void *in, size_t in_len,
+			    int64_t timeout_ms, size_t out_cap, struct mafh_exec_result *res,
+			    struct mafh_error *err)
+{
+	(void)ctx;
+	/* in may be NULL with in_len 0: an empty stdin all the same. */
+	return mafh__local_exec(argv, in ? in : "", in_len, timeout_ms, out_cap, res, err);
 }
 
 static int local_stream_open(void *ctx, const char *const *argv, void **stream,
@@ -109,7 +118,7 @@ int mafh_backend_local_new(const char *launcher_path, struct mafh_backend **out)
 	ops.size = sizeof(ops);
 	ops.caps = MAFH_CAP_EXEC | MAFH_CAP_FILES_IN | MAFH_CAP_FILES_OUT |
 		   MAFH_CAP_DETACHED_EXEC | MAFH_CAP_BLOCKING_EXEC | MAFH_CAP_WAIT_CHANGE |
-		   MAFH_CAP_STREAM;
+		   MAFH_CAP_STREAM | MAFH_CAP_EXEC_STDIN;
 	ops.ctx = l;
 	ops.launcher_path = l->launcher;
 	ops.exec = local_exec;
@@ -122,5 +131,6 @@ int mafh_backend_local_new(const char *launcher_path, struct mafh_backend **out)
 	ops.stream_write = local_stream_write;
 	ops.stream_read = local_stream_read;
 	ops.stream_close = local_stream_close;
+	ops.exec_input = local_exec_input;
 	return mafh_backend_new(&ops, out, NULL);
 }

@@ -2,7 +2,7 @@
  *   local.c        the context, the backend table, creation and destruction
  *   local_files.c  write_file, read_file, stat, and the path walk they and the waits use
  *   local_wait.c   wait_change: the inotify watches, kept between waits
- *   local_exec.c   exec
+ *   local_exec.c   exec and exec_input
  *   local_stream.c stream_open, stream_write, stream_read, stream_close
  * The ops.* functions below take err and return what their entries in struct
  * mafh_backend_ops do (mafhost.h): 0, or the negative errno of the system call that failed
@@ -38,9 +38,11 @@ int mafh__local_read_file(const char *path, size_t cap, struct mafh_read_result 
 /* ops.stat. */
 int mafh__local_stat(const char *path, struct mafh_stat *out, struct mafh_error *err);
 
-/* ops.exec; res->out and res->err are malloc'd, the caller's. */
-int mafh__local_exec(const char *const *argv, int64_t timeout_ms, size_t out_cap,
-		     struct mafh_exec_result *res, struct mafh_error *err);
+/* ops.exec (in NULL: stdin is /dev/null) and ops.exec_input (in[0..in_len) on stdin);
+ * res->out and res->err are malloc'd, the caller's. */
+int mafh__local_exec(const char *const *argv, const void *in, size_t in_len,
+		     int64_t timeout_ms, size_t out_cap, struct mafh_exec_result *res,
+		     struct mafh_error *err);
 
 /* The watches one backend keeps between waits, and the lock that lends them to one waiter
  * at a time. 0 and *out (freed with mafh__local_wait_free), or MAFH_ENOMEM. */

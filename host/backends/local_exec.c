@@ -1,11 +1,15 @@
 /* The local backend's exec: fork and execvp of argv, stdout and stderr through pipes, the
- * child in its own process group so that a timeout kills whatever it started. */
+ * child in its own process group so that a timeout kills whatever it started. exec_input's
+ * bytes are the child's stdin as a memfd, read from its start: a pipe would have to be fed
+ * while stdout is drained, and a command that exits without reading it (a launcher that
+ * refuses its arguments) would raise SIGPIPE in the host. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -60,16 +64,53 @@ void mafh__local_child(const char *const *argv, int in_fd, int out_fd, int err_f
 	_exit(errno == ENOENT ? 127 : 126);
 }
 
-int mafh__local_exec(const char *const *argv, int64_t timeout_ms, size_t out_cap,
-		     struct mafh_exec_result *res, struct mafh_error *err)
+/* A memfd holding in[0..len), its offset at the start; -1 with errno set. */
+static int input_fd(const void *in, size_t len)
 {
-	int opipe[2] = {-1, -1}, epipe[2] = {-1, -1};
+	const char *p = in;
+	int fd = memfd_create("mafh-exec-input", MFD_CLOEXEC), e;
+
+	if (fd < 0)
+		return -1;
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			e = n < 0 ? errno : EIO;
+			close(fd);
+			errno = e;
+			return -1;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	if (lseek(fd, 0, SEEK_SET) < 0) {
+		e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+int mafh__local_exec(const char *const *argv, const void *in, size_t in_len,
+		     int64_t timeout_ms, size_t out_cap, struct mafh_exec_result *res,
+		     struct mafh_error *err)
+{
+	int opipe[2] = {-1, -1}, epipe[2] = {-1, -1}, in_fd = -1;
 	struct sink so = {0}, se = {0};
 	int64_t deadline = timeout_ms > 0 ? mafh__now_ms() + timeout_ms : 0;
 	int status = 0, reaped = 0, killed = 0, e;
 	pid_t pid;
 
 	memset(res, 0, sizeof(*res));
+	if (in && (in_fd = input_fd(in, in_len)) < 0) {
+		e = errno;
+		return mafh__error_set(err, -e, "cannot hold the input of %s: %s", argv[0],
+				       strerror(e));
+	}
 	if (pipe2(opipe, O_CLOEXEC) < 0 || pipe2(epipe, O_CLOEXEC) < 0) {
 		e = errno;
 		goto fail_errno;
@@ -80,11 +121,15 @@ int mafh__local_exec(const char *const *argv, int64_t timeout_ms, size_t out_cap
 		goto fail_errno;
 	}
 	if (pid == 0)
-		mafh__local_child(argv, -1, opipe[1], epipe[1]);
+		mafh__local_child(argv, in_fd, opipe[1], epipe[1]);
 	setpgid(pid, pid);	/* both sides, so a timeout's kill(-pid) never races it */
 	close(opipe[1]);
 	close(epipe[1]);
 	opipe[1] = epipe[1] = -1;
+	if (in_fd >= 0) {
+		close(in_fd);
+		in_fd = -1;
+	}
 	fcntl(opipe[0], F_SETFL, O_NONBLOCK);
 	fcntl(epipe[0], F_SETFL, O_NONBLOCK);
 	so.fd = opipe[0];
@@ -166,6 +211,8 @@ int mafh__local_exec(const char *const *argv, int64_t timeout_ms, size_t out_cap
 fail_errno:
 	free(so.buf);
 	free(se.buf);
+	if (in_fd >= 0)
+		close(in_fd);
 	if (opipe[0] >= 0)
 		close(opipe[0]);
 	if (opipe[1] >= 0)

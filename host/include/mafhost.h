@@ -3,10 +3,10 @@
  *
  * The pieces, in the order a host uses them:
  *   - a backend (struct mafh_backend_ops, mafh_backend_new): a table of functions (exec,
- *     write_file, read_file, stat, optionally wait_change and the four of a stream) plus a
- *     context pointer, with the capabilities it declares. Built in: local (this machine),
- *     docker (a container, through the Docker engine's API) and a latency-injecting
- *     wrapper that simulates a remote backend.
+ *     write_file, read_file, stat, optionally wait_change, the four of a stream and
+ *     exec_input) plus a context pointer, with the capabilities it declares. Built in:
+ *     local (this machine), docker (a container, through the Docker engine's API) and a
+ *     latency-injecting wrapper that simulates a remote backend.
  *   - a registry of tools (mafh_registry_*): names, declared parameters, callbacks, limits.
  *   - a run (mafh_run_*): a sans-I/O state machine that hands out the operations it needs
  *     (mafh_run_next_op) and takes their results (mafh_run_op_result), and a blocking driver
@@ -99,6 +99,7 @@ struct mafh_error {
 #define MAFH_CAP_BLOCKING_EXEC (1u << 4) /* exec may block long: enables `maf-launch wait` */
 #define MAFH_CAP_WAIT_CHANGE (1u << 5)   /* wait_change: wake on a file's appearance */
 #define MAFH_CAP_STREAM (1u << 6)        /* stream_*: an exec whose stdin and stdout stay open */
+#define MAFH_CAP_EXEC_STDIN (1u << 7)    /* exec_input: an exec given bytes on its stdin */
 /* What every run needs. */
 #define MAFH_CAPS_REQUIRED (MAFH_CAP_EXEC | MAFH_CAP_FILES_IN | MAFH_CAP_FILES_OUT | \
 			    MAFH_CAP_DETACHED_EXEC)
@@ -209,6 +210,14 @@ struct mafh_backend_ops {
 	/* Ends the stream: stdin closed, the command given a moment to end, then killed;
 	 * the handle freed. */
 	void (*stream_close)(void *ctx, void *stream);
+	/* MAFH_CAP_EXEC_STDIN (optional). exec, with in[0..in_len) written to the command's
+	 * stdin, which is then closed (exec gives it none: /dev/null, or the backend's
+	 * nothing). How the run hands `maf-launch relay` its answer, out of every other
+	 * process's sight (an argv is anyone's to read in /proc). A command that exits before
+	 * it has read all of in is not an error: its exit code says how it ended. */
+	int (*exec_input)(void *ctx, const char *const *argv, const void *in, size_t in_len,
+			  int64_t timeout_ms, size_t out_cap, struct mafh_exec_result *res,
+			  struct mafh_error *err);
 };
 
 struct mafh_backend;
@@ -216,7 +225,7 @@ struct mafh_backend;
 /* Wraps a table into a backend handle. ops is copied (ops->size says how much); ops->ctx
  * belongs to the backend from now on, even when this fails (destroy is then called). The
  * caller frees *out with mafh_backend_free. MAFH_EINVAL: a table missing a function its caps
- * promise, or without its size. */
+ * promise (MAFH_CAP_EXEC_STDIN without exec_input included), or without its size. */
 MAFH_API int mafh_backend_new(const struct mafh_backend_ops *ops, struct mafh_backend **out,
 			      struct mafh_error *err);
 /* Calls ops.destroy(ctx) and frees the handle. */
@@ -231,6 +240,11 @@ MAFH_API const char *mafh_backend_launcher_path(const struct mafh_backend *b);
 MAFH_API int mafh_backend_exec(struct mafh_backend *b, const char *const *argv,
 			       int64_t timeout_ms, size_t out_cap, struct mafh_exec_result *res,
 			       struct mafh_error *err);
+/* MAFH_ENOTSUP without MAFH_CAP_EXEC_STDIN. */
+MAFH_API int mafh_backend_exec_input(struct mafh_backend *b, const char *const *argv,
+				     const void *in, size_t in_len, int64_t timeout_ms,
+				     size_t out_cap, struct mafh_exec_result *res,
+				     struct mafh_error *err);
 MAFH_API int mafh_backend_write_file(struct mafh_backend *b, const char *path, const void *data,
 				     size_t len, const char *replaces, struct mafh_error *err);
 MAFH_API int mafh_backend_read_file(struct mafh_backend *b, const char *path, size_t cap,
@@ -263,6 +277,8 @@ MAFH_API void mafh_backend_stream_close(struct mafh_backend *b, void *stream);
  *     on), or a look every few milliseconds where inotify is unavailable.
  *   stream_*: fork and execvp of argv with stdin, stdout and stderr on pipes; closing ends
  *     its stdin, waits a second for it to end, then kills its process group.
+ *   exec_input: exec, its stdin a memfd holding the bytes (read from its start; nothing to
+ *     feed while stdout is read, no SIGPIPE when the command does not read it).
  * Caps: all of MAFH_CAP_* (so the auto transport is the stream). Errors carry the errno of
  * the system call that failed (a symlink on the way: ELOOP, or ENOTDIR where the kernel lacks
  * openat2); MAFH_EINVAL a bad argument (a relative path, a "..", a name too long).
@@ -527,10 +543,12 @@ enum mafh_transport {
 	/* a long-poll through `maf-launch wait` (needs MAFH_CAP_BLOCKING_EXEC); falls back to
 	 * FILES when the launcher has no `wait` */
 	MAFH_TRANSPORT_WAIT,
-	/* one exec a call: `maf-launch relay` writes the last answer (carried in its argv,
-	 * base64; one over 48 KiB is written first, a WRITE op) and waits for the next request
-	 * as `wait` does (needs MAFH_CAP_BLOCKING_EXEC); falls back to WAIT when the launcher
-	 * has no `relay` */
+	/* `maf-launch relay` writes the last answer and waits for the next request as `wait`
+	 * does (needs MAFH_CAP_BLOCKING_EXEC). With MAFH_CAP_EXEC_STDIN the answer is the
+	 * exec's stdin: one exec a call. Without it, or for an answer over 48 KiB, the answer
+	 * is written first (a WRITE op) and the relay only waits: two operations. Never in an
+	 * argv, which any process of the machine may read. Falls back to WAIT when the
+	 * launcher has no `relay` */
 	MAFH_TRANSPORT_RELAY,
 	/* `maf-launch serve` on a stream that stays open (needs MAFH_CAP_STREAM): each
 	 * answer and each request is a message on it, no backend operation a call. A stream
@@ -722,9 +740,9 @@ struct mafh_run_result {
 struct mafh_run;
 
 /* A run over a backend (borrowed: it must outlive the run). Refuses, with a sentence naming
- * it, a backend lacking a capability the run needs (MAFH_ENOTSUP), and bad options
- * (MAFH_EINVAL), before any I/O. Seals reg (borrowed: it must outlive the run). The caller
- * frees *out with mafh_run_free. */
+ * it, a backend lacking a capability the run needs (MAFH_ENOTSUP), and bad options or a
+ * backend declaring MAFH_CAP_EXEC_STDIN without exec_input (MAFH_EINVAL), before any I/O.
+ * Seals reg (borrowed: it must outlive the run). The caller frees *out with mafh_run_free. */
 MAFH_API int mafh_run_new(struct mafh_registry *reg, struct mafh_backend *backend,
 			  const struct mafh_run_options *opts, struct mafh_run **out,
 			  struct mafh_error *err);
@@ -799,8 +817,11 @@ struct mafh_op {
 	/* READ, WRITE, STAT */
 	const char *path;
 	size_t cap;                /* READ: the largest file returned whole; STREAM_READ */
-	const void *data;          /* WRITE, STREAM_WRITE */
-	size_t len;                /* WRITE, STREAM_WRITE */
+	/* WRITE, STREAM_WRITE: the bytes. EXEC: the command's stdin, data[0..len) then its
+	 * end (mafh_backend_ops.exec_input); NULL (len 0) means none, a plain exec. The run
+	 * gives an EXEC stdin only where its caps have MAFH_CAP_EXEC_STDIN. */
+	const void *data;
+	size_t len;
 	const char *replaces;      /* WRITE: NULL, or a file the run is done with */
 	/* WAIT_UNTIL, STREAM_READ */
 	int64_t until_ms;

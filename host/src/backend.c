@@ -33,6 +33,12 @@ int mafh_backend_new(const struct mafh_backend_ops *ops, struct mafh_backend **o
 				       "the backend table is missing or its size field is not set");
 	mafh__copy_versioned(&o, sizeof(o), ops, ops->size);
 	o.size = sizeof(o);
+	if ((o.caps & MAFH_CAP_EXEC_STDIN) && !o.exec_input) {
+		if (o.destroy)
+			o.destroy(o.ctx);
+		return mafh__error_set(err, MAFH_EINVAL, "the backend declares MAFH_CAP_EXEC_STDIN "
+				       "without an exec_input function");
+	}
 	if (((o.caps & MAFH_CAP_EXEC) && !o.exec) ||
 	    ((o.caps & MAFH_CAP_FILES_IN) && !o.write_file) ||
 	    ((o.caps & MAFH_CAP_FILES_OUT) && (!o.read_file || !o.stat)) ||
@@ -82,6 +88,22 @@ int mafh_backend_exec(struct mafh_backend *b, const char *const *argv, int64_t t
 	if (!argv || !argv[0])
 		return mafh__error_set(err, MAFH_EINVAL, "exec needs a non-empty argv");
 	return b->ops.exec(b->ops.ctx, argv, timeout_ms, out_cap, res, err);
+}
+
+int mafh_backend_exec_input(struct mafh_backend *b, const char *const *argv, const void *in,
+			    size_t in_len, int64_t timeout_ms, size_t out_cap,
+			    struct mafh_exec_result *res, struct mafh_error *err)
+{
+	memset(res, 0, sizeof(*res));
+	if (!(b->ops.caps & MAFH_CAP_EXEC_STDIN) || !b->ops.exec_input)
+		return mafh__error_set(err, MAFH_ENOTSUP, "the backend cannot give an exec input "
+				       "(EXEC_STDIN)");
+	if (!argv || !argv[0])
+		return mafh__error_set(err, MAFH_EINVAL, "exec needs a non-empty argv");
+	if (!in && in_len)
+		return mafh__error_set(err, MAFH_EINVAL, "an exec input of %zu bytes at NULL",
+				       in_len);
+	return b->ops.exec_input(b->ops.ctx, argv, in, in_len, timeout_ms, out_cap, res, err);
 }
 
 int mafh_backend_write_file(struct mafh_backend *b, const char *path, const void *data,

@@ -6,7 +6,8 @@
  *
  * The course of a run: write program.py and the shim, exec `maf-launch run`, serve (files:
  * a look for the next request, paced or woken by the backend; wait: `maf-launch wait`;
- * relay: `maf-launch relay`, which writes the last answer and waits for the next), and
+ * relay: `maf-launch relay`, which writes the last answer, given on its stdin, and waits
+ * for the next; where the exec takes no input the answer is written just before), and
  * once the exit marker appears: `maf-launch stop` (which proves the tree is gone and prints
  * the exit record), the output, `maf-launch reclaim`. A run cut short (deadline, stop, error)
  * reads the output first, since it is the only witness of what the program did.
@@ -27,8 +28,9 @@
  * publish through a rename (the program may write request files itself) can be seen torn. */
 #define TORN_GRACE_MS 20
 #define STOP_TIMEOUT_S "10"
-/* The largest response `maf-launch relay` carries in its argv: its base64 stays well under
- * the kernel's 128 KiB for one argument. A larger one is written first. */
+/* The largest response `maf-launch relay` takes on its stdin. A backend holds an exec's
+ * input whole (the local one in a memfd, a remote one in the request that starts the exec),
+ * so a larger one is written first, by a WRITE op. */
 #define RELAY_ANSWER_MAX (48 * 1024)
 
 /* ---- events and errors -------------------------------------------------------------------- */
@@ -120,8 +122,6 @@ static void drop_call(struct mafh_run *run)
 {
 	free(run->wbuf);
 	run->wbuf = NULL;
-	free(run->relay_b64);
-	run->relay_b64 = NULL;
 	drop_call_texts(run);
 	run->call_t = NULL;
 }
@@ -543,11 +543,14 @@ static void take_event(struct mafh_run *run, const struct mafh__wait_event *evp)
 		wait_word(run));
 }
 
-/* The answer due goes in the argv of `maf-launch relay`: it fits, and there is an id after
- * it to wait for. */
+/* The answer due goes on the stdin of `maf-launch relay`: the backend's exec takes an input,
+ * the launcher's relay takes it there, it is small enough, and there is an id after it to
+ * wait for. Otherwise it is written first and the relay only waits: an argv is never a
+ * carrier, since every process of the machine may read it in /proc/PID/cmdline. */
 static int relay_carries(const struct mafh_run *run)
 {
-	return run->transport == MAFH_TRANSPORT_RELAY && run->wlen <= RELAY_ANSWER_MAX &&
+	return run->transport == MAFH_TRANSPORT_RELAY && (run->caps & MAFH_CAP_EXEC_STDIN) &&
+	       !run->relay_no_stdin && run->wlen <= RELAY_ANSWER_MAX &&
 	       run->next_id < MAFP_CALL_ID_MAX;
 }
 
@@ -827,22 +830,12 @@ static int emit_wait_exec(struct mafh_run *run, struct mafh_op *op)
 
 	run->relay_carried = 0;
 	if (run->transport == MAFH_TRANSPORT_RELAY && !run->liveness_probe) {
-		if (run->wbuf && relay_carries(run)) {
-			free(run->relay_b64);
-			run->relay_b64 = malloc(MAFP_BASE64_LEN(run->wlen) + 1);
-			if (!run->relay_b64) {
-				end_run(run, MAFH_RUN_ERROR, MAFH_ENOMEM, "out of memory encoding a "
-					"response");
-				return 0;
-			}
-			mafp_base64_encode(run->wbuf, run->wlen, run->relay_b64);
-			run->relay_carried = 1;
-		}
+		run->relay_carried = run->wbuf && relay_carries(run);
 		/* Carrying the answer to next_id, it waits for the request after it. */
 		mafh__argv_relay(&run->argv, run->launcher, run->run_dir,
 				 run->next_id + run->relay_carried, slice,
 				 run->limits.max_request_bytes, run->result.supervisor_pid,
-				 run->next_id, run->relay_carried ? run->relay_b64 : NULL);
+				 run->relay_carried ? run->next_id : 0);
 	} else {
 		mafh__argv_wait(&run->argv, run->launcher, run->run_dir, run->next_id, slice,
 				run->limits.max_request_bytes, run->result.supervisor_pid);
@@ -851,6 +844,10 @@ static int emit_wait_exec(struct mafh_run *run, struct mafh_op *op)
 	 * overhead gets a few seconds past the slice, so the deadline is not overrun by more. */
 	op_exec(run, op, slice + (run->exec_timeout_ms < 5000 ? run->exec_timeout_ms : 5000),
 		run->limits.max_request_bytes + WAIT_HEAD_MAX + 2);
+	if (run->relay_carried) {
+		op->data = run->wbuf;
+		op->len = run->wlen;
+	}
 	return 1;
 }
 
@@ -875,13 +872,19 @@ static void take_wait_exec(struct mafh_run *run, const struct mafh_op_result *re
 	}
 	if (run->relay_carried) {
 		run->relay_carried = 0;
-		free(run->relay_b64);
-		run->relay_b64 = NULL;
 		/* The relay writes the answer before it waits, and prints nothing when it could
 		 * not: an event means the answer is in place. */
-		if (!res->exec.timed_out && res->exec.exit_code == 0)
+		if (!res->exec.timed_out && res->exec.exit_code == 0) {
 			answer_written(run, run->op_started_ms);
-		else if (res->exec.exit_code != MAFP_EXIT_USAGE || run->wait_used) {
+		} else if (!res->exec.timed_out && res->exec.exit_code == MAFP_EXIT_USAGE &&
+			   run->wait_used) {
+			/* A relay that refuses --value-stdin (a launcher older than it) wrote
+			 * nothing: the answer, still due, is written first from now on. */
+			run->relay_no_stdin = 1;
+			log_error(run, MAFH_EPROTO, "maf-launch relay does not take an answer on "
+				  "its stdin: writing each answer first");
+			return;
+		} else if (res->exec.exit_code != MAFP_EXIT_USAGE || run->wait_used) {
 			char line[160];
 
 			mafh__first_line(line, sizeof(line), res->exec.err, res->exec.err_len);

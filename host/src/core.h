@@ -85,14 +85,15 @@ int mafh__argv_launch(struct mafh__argv *a, const struct mafh__launch_args *la);
 /* supervisor_pid 0: none given (no "lost" event). */
 int mafh__argv_wait(struct mafh__argv *a, const char *launcher, const char *run_dir,
 		    long next_id, int64_t slice_ms, uint64_t max_bytes, int64_t supervisor_pid);
-/* `maf-launch relay`: the wait above, after writing answer_b64 (base64 of the response file)
- * as the response to answer_id; answer_b64 NULL carries none (answer_id is then unused). */
 /* `maf-launch serve`: requests up to max_bytes, answers up to max_answer_bytes. */
 int mafh__argv_serve(struct mafh__argv *a, const char *launcher, const char *run_dir,
 		     uint64_t max_bytes, uint64_t max_answer_bytes, int64_t supervisor_pid);
+/* `maf-launch relay`: the wait above; with answer_id > 0, after writing its stdin as the
+ * response to answer_id (`--answer ID --value-stdin`: the answer's bytes are the exec's
+ * input, never an argument). answer_id 0 carries none. */
 int mafh__argv_relay(struct mafh__argv *a, const char *launcher, const char *run_dir,
 		     long next_id, int64_t slice_ms, uint64_t max_bytes, int64_t supervisor_pid,
-		     long answer_id, const char *answer_b64);
+		     long answer_id);
 int mafh__argv_stop(struct mafh__argv *a, const char *launcher, const char *run_dir,
 		    int64_t supervisor_pid, const char *timeout_s);
 /* keep: NULL, or an entry of R the reclaim leaves (--keep). */
@@ -252,8 +253,8 @@ struct mafh_run {
 	char path[MAFP_RUN_DIR_MAX + 128];
 	char *wbuf;                     /* WRITE data, owned */
 	size_t wlen;
-	char *relay_b64;                /* relay: the answer carried in argv, base64, owned */
-	int relay_carried;              /* the WAIT_EXEC out carries the answer in wbuf */
+	int relay_carried;              /* the WAIT_EXEC out carries wbuf on its stdin */
+	int relay_no_stdin;             /* the launcher's relay refused --value-stdin */
 	/* stream: the driver holds the stream; the core the bytes on their way. */
 	int stream_open;                /* a stream is open */
 	int stream_sent;                /* a frame is out and its event not in yet */

@@ -114,8 +114,13 @@ static int step(struct mafh_run *run, struct mafh_backend *b, const struct mafh_
 	mafh_op_result_init(&res, kind);
 	switch (kind) {
 	case MAFH_OP_EXEC:
-		res.error = mafh_backend_exec(b, op->argv, op->timeout_ms, op->out_cap,
-					      &res.exec, &res.detail);
+		if (op->data)
+			res.error = mafh_backend_exec_input(b, op->argv, op->data, op->len,
+							    op->timeout_ms, op->out_cap, &res.exec,
+							    &res.detail);
+		else
+			res.error = mafh_backend_exec(b, op->argv, op->timeout_ms, op->out_cap,
+						      &res.exec, &res.detail);
 		break;
 	case MAFH_OP_READ:
 		res.error = mafh_backend_read_file(b, op->path, op->cap, &res.read, &res.detail);

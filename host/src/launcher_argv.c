@@ -109,13 +109,13 @@ int mafh__argv_serve(struct mafh__argv *a, const char *launcher, const char *run
 
 int mafh__argv_relay(struct mafh__argv *a, const char *launcher, const char *run_dir,
 		     long next_id, int64_t slice_ms, uint64_t max_bytes, int64_t supervisor_pid,
-		     long answer_id, const char *answer_b64)
+		     long answer_id)
 {
 	start(a, launcher, "relay", run_dir);
 	wait_options(a, next_id, slice_ms, max_bytes, supervisor_pid);
-	if (answer_b64) {
+	if (answer_id > 0) {
 		option(a, "--answer", num(a, "%ld", answer_id));
-		option(a, "--value-b64", answer_b64);
+		add(a, "--value-stdin");
 	}
 	return done(a);
 }

@@ -162,6 +162,8 @@ static const char *cap_name(unsigned cap)
 		return "BLOCKING_EXEC (an exec that may block long)";
 	case MAFH_CAP_STREAM:
 		return "STREAM (an exec whose stdin and stdout stay open)";
+	case MAFH_CAP_EXEC_STDIN:
+		return "EXEC_STDIN (an exec given bytes on its stdin)";
 	}
 	return "an unknown capability";
 }
@@ -347,6 +349,13 @@ int mafh_run_new(struct mafh_registry *reg, struct mafh_backend *backend,
 		*out = NULL;
 		return mafh__error_set(err, MAFH_EINVAL, "a run needs a backend");
 	}
+	/* mafh_backend_new refuses such a table; a run that trusted the flag alone would hand
+	 * its driver an input no function takes. */
+	if ((backend->ops.caps & MAFH_CAP_EXEC_STDIN) && !backend->ops.exec_input) {
+		*out = NULL;
+		return mafh__error_set(err, MAFH_EINVAL, "the backend declares MAFH_CAP_EXEC_STDIN "
+				       "without an exec_input function");
+	}
 	return run_create(reg, backend, mafh_backend_caps(backend),
 			  mafh_backend_launcher_path(backend), opts, out, err);
 }
@@ -388,7 +397,6 @@ void mafh_run_free(struct mafh_run *run)
 	if (run->drv_stream && run->backend)
 		mafh_backend_stream_close(run->backend, run->drv_stream);
 	free(run->wbuf);
-	free(run->relay_b64);
 	free(run->sframe);
 	free(run->sbuf);
 	cJSON_Delete(run->call_args);

@@ -1,4 +1,5 @@
-/* libFuzzer target: mafp_base64_decode, the reader of `maf-launch relay --value-b64`.
+/* libFuzzer target: mafp_base64_decode, under the Docker backend's reader of the engine's
+ * X-Docker-Container-Path-Stat header (bytes a container's files choose).
  * Oracle: a text it accepts is canonical (encoding the bytes gives the text back), and what
  * it writes stays within len / 4 * 3 bytes of an exact-size buffer; bytes the encoder made
  * always decode back to themselves. */

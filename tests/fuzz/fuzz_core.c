@@ -1,6 +1,9 @@
 /* libFuzzer target: the host's sans-I/O run core, over a registry of one tool or (the first
- * byte's bit 2) a pass-through one, fed guest-written bytes wherever it takes them: the launcher's output (the launch line), `maf-launch wait` events, request files,
- * the exit marker and record, and stop's output. The input is a list of records
+ * byte's bit 2) a pass-through one, over a backend with a blocking exec (bit 1: the relay
+ * transport) that takes an input (bit 3: the answers on the relay's stdin), fed
+ * guest-written bytes wherever it takes them: the launcher's output (the launch line),
+ * `maf-launch wait` and `relay` events, request files, the exit marker and record, and
+ * stop's output. The input is a list of records
  * [selector byte][length byte][length bytes], each the result of the next op that reads
  * something; when it runs out, execs print nothing and files are absent, and the clock runs
  * on, so every run ends at its deadline. Oracle: no crash, no sanitizer report, no leak, the
@@ -78,6 +81,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	if (data[0] & 1)
 		caps |= MAFH_CAP_BLOCKING_EXEC;   /* the wait transport */
+	if (data[0] & 4)
+		caps |= MAFH_CAP_EXEC_STDIN;      /* relay's answers on its stdin */
 	in.p++;
 	in.left--;
 	if (mafh_registry_new(&reg) != 0)

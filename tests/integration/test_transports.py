@@ -42,7 +42,7 @@ def test_the_backend_operations_each_transport_makes(host):
 
 def test_relay_writes_first_an_answer_too_large_to_carry(host):
     reps = run_all("answers over 64 KiB")
-    # 180,012 bytes go by a write; 12 and 45,012 ride in the relay's argv.
+    # 180,012 bytes go by a write; 12 and 45,012 ride on the relay's stdin.
     assert reps["relay"]["ops"]["write"] == 2 + 1, reps["relay"]["ops"]
 
 

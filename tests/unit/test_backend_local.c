@@ -309,6 +309,57 @@ static void test_exec(void **state)
 	mafh_backend_free(b);
 }
 
+/* exec_input: the bytes are the command's stdin, then its end; whatever their size, and
+ * whether or not the command reads them (no SIGPIPE reaches the host). */
+static void test_exec_input(void **state)
+{
+	struct mafh_backend *b = local(), *lat = NULL;
+	struct mafh_exec_result x;
+	struct mafh_error err = {0};
+	const char *cat[] = {"cat", NULL};
+	const char *count[] = {"wc", "-c", NULL};
+	const char *ignores[] = {"true", NULL};
+	const char *tty[] = {"sh", "-c", "test -t 0 && echo tty; exec wc -c", NULL};
+	size_t big_len = 4u << 20;
+	char *big = malloc(big_len);
+
+	(void)state;
+	assert_non_null(big);
+	memset(big, 'x', big_len);
+	assert_true(mafh_backend_caps(b) & MAFH_CAP_EXEC_STDIN);
+	assert_int_equal(mafh_backend_exec_input(b, cat, "{\"value\":1}\n", 12, 5000, 1024, &x,
+						 &err), 0);
+	assert_int_equal(x.exit_code, 0);
+	assert_int_equal(x.out_len, 12);
+	assert_memory_equal(x.out, "{\"value\":1}\n", 12);
+	mafh_exec_result_clear(&x);
+	/* Past a pipe's capacity. */
+	assert_int_equal(mafh_backend_exec_input(b, count, big, big_len, 10000, 64, &x, &err), 0);
+	assert_int_equal(x.exit_code, 0);
+	assert_int_equal(strtoul(x.out, NULL, 10), big_len);
+	mafh_exec_result_clear(&x);
+	/* Not read at all. */
+	assert_int_equal(mafh_backend_exec_input(b, ignores, big, big_len, 5000, 64, &x, &err), 0);
+	assert_int_equal(x.exit_code, 0);
+	mafh_exec_result_clear(&x);
+	/* Empty, and NULL with no bytes: an empty stdin, not a terminal. */
+	assert_int_equal(mafh_backend_exec_input(b, tty, NULL, 0, 5000, 64, &x, &err), 0);
+	assert_int_equal(x.exit_code, 0);
+	assert_int_equal(strtoul(x.out, NULL, 10), 0);
+	mafh_exec_result_clear(&x);
+	assert_int_equal(mafh_backend_exec_input(b, cat, NULL, 3, 5000, 64, &x, &err),
+			 MAFH_EINVAL);
+	/* The latency wrapper passes it on. */
+	assert_int_equal(mafh_backend_latency_new(b, 0, &lat), 0);
+	assert_true(mafh_backend_caps(lat) & MAFH_CAP_EXEC_STDIN);
+	assert_int_equal(mafh_backend_exec_input(lat, cat, "abc", 3, 5000, 64, &x, &err), 0);
+	assert_int_equal(x.out_len, 3);
+	assert_memory_equal(x.out, "abc", 3);
+	mafh_exec_result_clear(&x);
+	mafh_backend_free(lat);
+	free(big);
+}
+
 /* ---- errors ------------------------------------------------------------------------------- */
 
 /* A failure returns the errno of the system call that failed, not one catch-all code; what
@@ -686,6 +737,14 @@ static void test_table_checks(void **state)
 	assert_int_equal(destroyed, 2);
 	ops.size = 0;
 	assert_int_equal(mafh_backend_new(&ops, &b, &err), MAFH_EINVAL);
+	/* EXEC_STDIN declared without exec_input: refused, with a sentence naming it. */
+	ops.size = sizeof(ops);
+	ops.caps = MAFH_CAP_EXEC | MAFH_CAP_EXEC_STDIN;
+	destroyed = 0;
+	assert_int_equal(mafh_backend_new(&ops, &b, &err), MAFH_EINVAL);
+	assert_null(b);
+	assert_int_equal(destroyed, 1);
+	assert_non_null(strstr(err.message, "MAFH_CAP_EXEC_STDIN without an exec_input"));
 }
 
 int main(void)
@@ -695,6 +754,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_hostile_files, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_reusing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_exec, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_exec_input, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_errors_keep_errno, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_only_dir, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_latency, setup, teardown),

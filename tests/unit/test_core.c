@@ -1151,32 +1151,58 @@ static void test_wait_garbage(void **state)
 	teardown_run(&f);
 }
 
-/* One relay exec: --next N, and the answer to the call before it when one is due. Returns
- * the op's decoded answer (static buffer), "" when it carries none. */
+#define RELAY_CAPS (MAFH_CAPS_REQUIRED | MAFH_CAP_BLOCKING_EXEC | MAFH_CAP_EXEC_STDIN)
+
+/* No element of op's argv holds answer[0..len), nor its base64. */
+static void argv_free_of(const struct mafh_op *op, const char *answer, size_t len)
+{
+	char b64[MAFP_BASE64_LEN(4096) + 1];
+
+	if (!len)
+		return;
+	assert_true(len <= 4096);
+	mafp_base64_encode(answer, len, b64);
+	for (size_t i = 0; op->argv[i]; i++) {
+		assert_null(memmem(op->argv[i], strlen(op->argv[i]), answer, len));
+		assert_null(strstr(op->argv[i], b64));
+	}
+}
+
+static int argv_has(const struct mafh_op *op, const char *flag)
+{
+	for (size_t i = 0; op->argv[i]; i++)
+		if (strcmp(op->argv[i], flag) == 0)
+			return 1;
+	return 0;
+}
+
+/* One relay exec: --next N, and, when the answer to the call before it is due, --answer
+ * N - 1 --value-stdin with the answer as the exec's input (no argument holds it). Returns
+ * the answer carried (static buffer), "" when it carries none. */
 static const char *give_relay_event(struct fixture *f, long expect_next, const char *text)
 {
 	static char answer[4096];
 	char buf[32];
-	const char *b64;
 	struct mafh_op op = next(f);
-	long n;
 
 	assert_int_equal(op.kind, MAFH_OP_EXEC);
 	assert_string_equal(op.argv[1], "relay");
 	snprintf(buf, sizeof(buf), "%ld", expect_next);
 	assert_string_equal(argv_after(&op, "--next"), buf);
 	assert_string_equal(argv_after(&op, "--supervisor-pid"), "42");
-	b64 = argv_after(&op, "--value-b64");
 	answer[0] = '\0';
-	if (b64) {
+	if (argv_has(&op, "--value-stdin")) {
 		snprintf(buf, sizeof(buf), "%ld", expect_next - 1);
 		assert_string_equal(argv_after(&op, "--answer"), buf);
-		assert_true(strlen(b64) / 4 * 3 < sizeof(answer));
-		n = mafp_base64_decode(b64, strlen(b64), answer);
-		assert_true(n >= 0);
-		answer[n] = '\0';
+		assert_non_null(op.data);
+		assert_true(op.len > 0 && op.len < sizeof(answer));
+		memcpy(answer, op.data, op.len);
+		answer[op.len] = '\0';
+		argv_free_of(&op, answer, op.len);
 	} else {
 		assert_null(argv_after(&op, "--answer"));
+		assert_null(op.data);
+		assert_int_equal(op.len, 0);
 	}
 	give_exec(f, 0, text, "");
 	return answer;
@@ -1191,7 +1217,7 @@ static void test_relay_transport(void **state)
 
 	(void)state;
 	/* auto over a backend with a blocking exec and no change notification: relay. */
-	setup_run(&f, NULL, MAFH_TRANSPORT_AUTO, 60000);
+	setup_run_caps(&f, NULL, MAFH_TRANSPORT_AUTO, 60000, RELAY_CAPS);
 	start(&f);
 	assert_string_equal(give_relay_event(&f, 1, "{\"event\":\"timeout\"}\n"), "");
 	snprintf(ev, sizeof(ev), "{\"event\":\"request\",\"id\":1,\"size\":%zu}\n%s",
@@ -1199,7 +1225,7 @@ static void test_relay_transport(void **state)
 	assert_string_equal(give_relay_event(&f, 1, ev), "");
 	op = next(&f);
 	give_call(&f, &op);
-	/* The answer rides with the wait for the next request: no write. */
+	/* The answer rides on the stdin of the wait for the next request: no write. */
 	assert_string_equal(give_relay_event(&f, 2, "{\"event\":\"timeout\"}\n"),
 			    "{\"value\":42}");
 	assert_int_equal(mafh_run_result(f.run)->calls, 1);
@@ -1219,17 +1245,56 @@ static void test_relay_transport(void **state)
 	teardown_run(&f);
 }
 
-/* A launcher without relay: the answer it was to carry is written, and `wait` serves on. A
- * relay that fails once it has served is the run's error. */
-static void test_relay_fallback(void **state)
+/* Without MAFH_CAP_EXEC_STDIN the answer is written first, and the relay after it carries
+ * none: two operations a call, the answer in no argv. */
+static void test_relay_without_stdin(void **state)
 {
 	struct fixture f;
 	struct mafh_op op;
 	char ev[1024];
+	const char *body = req(1, "{\"a\": 41}");
+
+	(void)state;
+	setup_run(&f, NULL, MAFH_TRANSPORT_AUTO, 60000);
+	start(&f);
+	snprintf(ev, sizeof(ev), "{\"event\":\"request\",\"id\":1,\"size\":%zu}\n%s",
+		 strlen(body), body);
+	assert_string_equal(give_relay_event(&f, 1, ev), "");
+	op = next(&f);
+	give_call(&f, &op);
+	op = next(&f);
+	expect_path(&op, MAFH_OP_WRITE, CALLS "0001.response.json");
+	assert_string_equal(op.data, "{\"value\":42}");
+	give_write_ok(&f);
+	assert_int_equal(mafh_run_result(f.run)->calls, 1);
+	op = next(&f);
+	assert_int_equal(op.kind, MAFH_OP_EXEC);
+	argv_free_of(&op, "{\"value\":42}", strlen("{\"value\":42}"));
+	assert_string_equal(argv_after(&op, "--next"), "2");
+	assert_null(argv_after(&op, "--answer"));
+	assert_false(argv_has(&op, "--value-stdin"));
+	assert_null(op.data);
+	give_exec(&f, 0, "{\"event\":\"exit\",\"size\":1}\n0", "");
+	finish_normally(&f, "out");
+	assert_int_equal(mafh_run_result(f.run)->status, MAFH_RUN_EXITED);
+	/* launch, two relays, stop, reclaim; the program, the shim and the answer written. */
+	assert_int_equal(mafh_run_result(f.run)->ops.exec, 1 + 2 + 2);
+	assert_int_equal(mafh_run_result(f.run)->ops.write, 3);
+	teardown_run(&f);
+}
+
+/* A launcher without relay: the answer it was to carry is written, and `wait` serves on. A
+ * relay that refuses --value-stdin once it has served: the answer is written first from then
+ * on. A relay that fails otherwise once it has served is the run's error. */
+static void test_relay_fallback(void **state)
+{
+	struct fixture f;
+	struct mafh_op op;
+	char ev[1024], ev2[1024];
 	const char *body = req(1, "{\"a\": 1}");
 
 	(void)state;
-	setup_run(&f, NULL, MAFH_TRANSPORT_RELAY, 60000);
+	setup_run_caps(&f, NULL, MAFH_TRANSPORT_RELAY, 60000, RELAY_CAPS);
 	start(&f);
 	op = next(&f);
 	assert_string_equal(op.argv[1], "relay");
@@ -1247,7 +1312,36 @@ static void test_relay_fallback(void **state)
 	assert_int_equal(mafh_run_result(f.run)->calls, 1);
 	teardown_run(&f);
 
-	setup_run(&f, NULL, MAFH_TRANSPORT_RELAY, 60000);
+	setup_run_caps(&f, NULL, MAFH_TRANSPORT_RELAY, 60000, RELAY_CAPS);
+	start(&f);
+	give_relay_event(&f, 1, ev);
+	op = next(&f);
+	give_call(&f, &op);
+	op = next(&f);
+	assert_string_equal(op.argv[1], "relay");
+	assert_true(argv_has(&op, "--value-stdin"));
+	give_exec(&f, 2, "", "maf-launch relay: unexpected argument '--value-stdin'");
+	op = next(&f);
+	expect_path(&op, MAFH_OP_WRITE, CALLS "0001.response.json");
+	assert_string_equal(op.data, "{\"value\":2}");
+	give_write_ok(&f);
+	snprintf(ev2, sizeof(ev2), "{\"event\":\"request\",\"id\":2,\"size\":%zu}\n%s",
+		 strlen(req(2, "{\"a\": 2}")), req(2, "{\"a\": 2}"));
+	assert_string_equal(give_relay_event(&f, 2, ev2), "");
+	op = next(&f);
+	give_call(&f, &op);
+	op = next(&f);
+	expect_path(&op, MAFH_OP_WRITE, CALLS "0002.response.json");
+	give_write_ok(&f);
+	assert_string_equal(give_relay_event(&f, 3, "{\"event\":\"exit\",\"size\":1}\n0"), "");
+	finish_normally(&f, "");
+	assert_int_equal(mafh_run_result(f.run)->calls, 2);
+	assert_int_equal(mafh_run_result(f.run)->status, MAFH_RUN_EXITED);
+	assert_non_null(strstr(mafh_run_result(f.run)->errors, "does not take an answer on its "
+			       "stdin"));
+	teardown_run(&f);
+
+	setup_run_caps(&f, NULL, MAFH_TRANSPORT_RELAY, 60000, RELAY_CAPS);
 	start(&f);
 	give_relay_event(&f, 1, ev);
 	op = next(&f);
@@ -1364,8 +1458,7 @@ static void test_stream_fallback(void **state)
 	(void)state;
 	snprintf(ev, sizeof(ev), "{\"event\":\"request\",\"id\":1,\"size\":%zu}\n%s",
 		 strlen(body), body);
-	setup_run_caps(&f, NULL, MAFH_TRANSPORT_STREAM, 60000, MAFH_CAPS_REQUIRED |
-		       MAFH_CAP_BLOCKING_EXEC | MAFH_CAP_STREAM);
+	setup_run_caps(&f, NULL, MAFH_TRANSPORT_STREAM, 60000, RELAY_CAPS | MAFH_CAP_STREAM);
 	start(&f);
 	op = next(&f);
 	give_ok(&f, MAFH_OP_STREAM_OPEN);
@@ -1724,6 +1817,149 @@ static void test_driver(void **state)
 	mafh_backend_free(b);
 }
 
+/* The blocking driver over a relay: an EXEC op with data goes to exec_input, the rest to
+ * exec; no exec's argv holds the answer. */
+struct stdin_fake {
+	int64_t now;
+	int execs, inputs, writes;
+	char input[256];
+	int leaked;
+};
+
+static int stdin_fake_exec(void *ctx, const char *const *argv, int64_t timeout_ms,
+			   size_t out_cap, struct mafh_exec_result *res, struct mafh_error *err)
+{
+	static const char request[] = "{\"id\": \"0001\", \"name\": \"add\", \"arguments\": "
+				      "{\"a\": 1}}";
+	struct stdin_fake *fk = ctx;
+	char ev[256];
+	size_t i;
+
+	(void)timeout_ms;
+	(void)out_cap;
+	(void)err;
+	fk->now += 5;
+	fk->execs++;
+	for (i = 0; argv[i]; i++)
+		fk->leaked |= strstr(argv[i], "{\"value\"") != NULL;
+	memset(res, 0, sizeof(*res));
+	if (strcmp(argv[1], "run") == 0) {
+		res->out = dupn(LAUNCH_OUT, &res->out_len);
+	} else if (strcmp(argv[1], "stop") == 0) {
+		res->out = dupn(RECORD "\n", &res->out_len);
+	} else if (strcmp(argv[1], "relay") == 0) {
+		for (i = 0; argv[i] && strcmp(argv[i], "--next") != 0; i++)
+			;
+		if (strcmp(argv[i + 1], "1") == 0)
+			snprintf(ev, sizeof(ev), "{\"event\":\"request\",\"id\":1,\"size\":%zu}\n%s",
+				 strlen(request), request);
+		else
+			snprintf(ev, sizeof(ev), "{\"event\":\"exit\",\"size\":1}\n7");
+		res->out = dupn(ev, &res->out_len);
+	}
+	return 0;
+}
+
+static int stdin_fake_exec_input(void *ctx, const char *const *argv, const void *in,
+				 size_t in_len, int64_t timeout_ms, size_t out_cap,
+				 struct mafh_exec_result *res, struct mafh_error *err)
+{
+	struct stdin_fake *fk = ctx;
+
+	fk->inputs++;
+	snprintf(fk->input, sizeof(fk->input), "%.*s", (int)in_len, (const char *)in);
+	return stdin_fake_exec(ctx, argv, timeout_ms, out_cap, res, err);
+}
+
+static int stdin_fake_write(void *ctx, const char *path, const void *data, size_t len,
+			    const char *replaces, struct mafh_error *err)
+{
+	(void)path;
+	(void)data;
+	(void)len;
+	(void)replaces;
+	(void)err;
+	((struct stdin_fake *)ctx)->writes++;
+	return 0;
+}
+
+static int stdin_fake_read(void *ctx, const char *path, size_t cap,
+			   struct mafh_read_result *res, struct mafh_error *err)
+{
+	(void)ctx;
+	(void)path;
+	(void)cap;
+	(void)err;
+	memset(res, 0, sizeof(*res));
+	res->status = MAFH_READ_ABSENT;
+	return 0;
+}
+
+static int64_t stdin_fake_now(void *ud)
+{
+	return ((struct stdin_fake *)ud)->now;
+}
+
+static void test_driver_exec_input(void **state)
+{
+	struct stdin_fake fk = {.now = 100};
+	struct mafh_backend_ops ops = {
+		.size = sizeof(ops), .caps = RELAY_CAPS, .ctx = &fk,
+		.launcher_path = "/opt/maf-launch", .exec = stdin_fake_exec,
+		.write_file = stdin_fake_write, .read_file = stdin_fake_read, .stat = fake_stat,
+		.exec_input = stdin_fake_exec_input,
+	};
+	struct mafh_clock clock = {.now_ms = stdin_fake_now, .ud = &fk};
+	struct mafh_backend *b;
+	struct mafh_registry *reg;
+	struct mafh_param ps[] = {{"a", MAFH_JSON_NUMBER, 1}};
+	struct fixture f = {0};
+	struct mafh_tool add = {.size = sizeof(add), .name = "add", .params = ps, .n_params = 1,
+				.fn = add_tool, .ud = &f};
+	struct mafh_run_options o;
+	struct mafh_run *run;
+	struct mafh_error err = {0};
+	const struct mafh_run_result *r;
+
+	(void)state;
+	assert_int_equal(mafh_backend_new(&ops, &b, &err), 0);
+	assert_true(mafh_backend_caps(b) & MAFH_CAP_EXEC_STDIN);
+	assert_int_equal(mafh_registry_new(&reg), 0);
+	assert_int_equal(mafh_registry_add(reg, &add, &err), 0);
+	mafh_run_options_init(&o);
+	o.run_dir = R;
+	o.program = "pass\n";
+	o.program_len = 5;
+	o.transport = MAFH_TRANSPORT_RELAY;
+	assert_int_equal(mafh_run_new(reg, b, &o, &run, &err), 0);
+	assert_int_equal(mafh_run_drive(run, b, &clock, &err), 0);
+	r = mafh_run_result(run);
+	assert_int_equal(r->status, MAFH_RUN_EXITED);
+	assert_int_equal(r->exit_code, 7);
+	assert_int_equal(r->calls, 1);
+	/* run, the relay for request 1, the one carrying its answer, stop, reclaim. */
+	assert_int_equal(fk.execs, 5);
+	assert_int_equal(fk.inputs, 1);
+	assert_string_equal(fk.input, "{\"value\":2}");
+	assert_int_equal(fk.writes, 2);        /* the program and the shim */
+	assert_false(fk.leaked);
+	mafh_run_free(run);
+	mafh_registry_free(reg);
+	mafh_backend_free(b);
+
+	/* A table that declares the capability without its function is refused. */
+	ops.exec_input = NULL;
+	assert_int_equal(mafh_backend_new(&ops, &b, &err), MAFH_EINVAL);
+	assert_null(b);
+	assert_non_null(strstr(err.message, "EXEC_STDIN"));
+	/* One from before exec_input (its size ends at stream_close) still works. */
+	ops.caps = MAFH_CAPS_REQUIRED | MAFH_CAP_BLOCKING_EXEC;
+	ops.size = offsetof(struct mafh_backend_ops, exec_input);
+	assert_int_equal(mafh_backend_new(&ops, &b, &err), 0);
+	assert_false(mafh_backend_caps(b) & MAFH_CAP_EXEC_STDIN);
+	mafh_backend_free(b);
+}
+
 /* A pass-through registry: every request's bytes reach the one callback as they are, and
  * what it answers is written as it is; step over, look again and hold. */
 struct raw_seen {
@@ -1920,12 +2156,14 @@ int main(void)
 		cmocka_unit_test(test_wait_fallback),
 		cmocka_unit_test(test_wait_garbage),
 		cmocka_unit_test(test_relay_transport),
+		cmocka_unit_test(test_relay_without_stdin),
 		cmocka_unit_test(test_relay_fallback),
 		cmocka_unit_test(test_stream_transport),
 		cmocka_unit_test(test_stream_fallback),
 		cmocka_unit_test(test_wait_target),
 		cmocka_unit_test(test_keep_and_argv),
 		cmocka_unit_test(test_driver),
+		cmocka_unit_test(test_driver_exec_input),
 		cmocka_unit_test(test_pass_through),
 	};
 

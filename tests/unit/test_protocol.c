@@ -1346,8 +1346,8 @@ static void test_response_round_trip(void **state)
 	free(s);
 }
 
-/* base64 as `maf-launch relay` takes it: RFC 4648's vectors, every length round trip, and
- * nothing but the canonical text accepted. */
+/* base64 as the Docker backend reads the engine's path-stat header: RFC 4648's vectors,
+ * every length round trip, and nothing but the canonical text accepted. */
 static void test_base64(void **state)
 {
 	static const char *const vec[][2] = {
