@@ -1,7 +1,8 @@
 """Sandbox objects written to maf-sandbox's sandbox surface alone, knowing nothing of
 mafhost (nothing here imports it): what a maf-sandbox user already has.
 
-PlainLocalSandbox: asyncio subprocesses and plain file calls on this machine.
+PlainLocalSandbox: asyncio subprocesses and plain file calls on this machine
+(PlainLocalSandboxWithInput: with exec_input too).
 DockerCliSandbox: the docker command, as a Docker sandbox of maf-sandbox's drives a
 container: `docker exec` for commands, `docker cp` (tar on stdin and stdout) for files."""
 import asyncio
@@ -77,6 +78,17 @@ class ExecRaises(PlainLocalSandbox):
 
     async def exec(self, command, *, working_directory, timeout):
         raise ConnectionError("the sandbox's control plane went away")
+
+
+class PlainLocalSandboxWithInput(PlainLocalSandbox):
+    """The surface and an exec that takes bytes on its stdin (exec_input, looked up by
+    name)."""
+
+    async def exec_input(self, command, data, *, working_directory, timeout):
+        self.calls.append("exec_input")
+        out, err, code = await _run(list(command), stdin=bytes(data), timeout=timeout,
+                                    cwd=working_directory)
+        return Result(out.decode(errors="replace"), err.decode(errors="replace"), code)
 
 
 class ReadsGarbage(PlainLocalSandbox):

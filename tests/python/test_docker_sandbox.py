@@ -388,6 +388,29 @@ def test_stream_of_a_command_that_cannot_start(container):
     run(container, body)
 
 
+def test_exec_input_is_the_commands_stdin(container):
+    async def body(sb):
+        n = sb.requests
+        r = await sb.exec_input(py("import sys; d = sys.stdin.buffer.read(); "
+                                   "print(len(d), d[:5]); print('e', file=sys.stderr); "
+                                   "sys.exit(4)"), b"hello" * 30000)
+        assert (r.stdout, r.stderr, r.exit_code) == ("150000 b'hello'\n", "e\n", 4)
+        assert sb.requests - n >= 3      # create, start, one inspection or more
+        # Not read at all, or empty.
+        r = await sb.exec_input(py("pass"), b"x" * 200000)
+        assert r.exit_code == 0
+        r = await sb.exec_input(py("import sys; print(repr(sys.stdin.read()))"), b"",
+                                working_directory="/tmp")
+        assert (r.stdout, r.exit_code) == ("''\n", 0)
+        with pytest.raises(BackendError, match="could not start /no-such-command") as e:
+            await sb.exec_input(["/no-such-command"], b"x")
+        assert e.value.code == EIO
+        r = await sb.exec_input(py("import sys, time; sys.stdin.read(); print('up', "
+                                   "flush=True); time.sleep(30)"), b"x", timeout=2)
+        assert (r.stdout, r.exit_code) == ("up\n", -1)
+    run(container, body)
+
+
 def test_closing_the_sandbox_closes_its_streams(container):
     async def body():
         async with DockerSandbox(container) as sb:

@@ -8,7 +8,7 @@ import mafhost
 import programs
 from programs import aadd, add
 from conftest import LAUNCHER, alive, arun
-from foreign import ExecRaises, PlainLocalSandbox, ReadsGarbage
+from foreign import ExecRaises, PlainLocalSandbox, PlainLocalSandboxWithInput, ReadsGarbage
 
 
 PROG = '''
@@ -27,6 +27,22 @@ def test_a_foreign_sandbox_object_serves_sync_and_async_tools(run_base):
     assert set(sb.calls) <= {"exec", "write_file", "read_file", "stat_file"}
     assert r.backend_operations == {k: sb.calls.count(k) for k in set(sb.calls)}
     assert not os.path.exists(run_dir)
+
+
+def test_relay_writes_each_answer_first_or_gives_it_on_exec_input(run_base):
+    # The surface alone: each answer a write_file, then the relay's exec. With exec_input:
+    # the answer on the relay's stdin, one exec a call, and no answer written.
+    for sb, name in ((PlainLocalSandbox(), "plain"), (PlainLocalSandboxWithInput(), "input")):
+        r = arun(mafhost.run(sb, programs.calls(5), tools=[add], timeout=30,
+                             launcher=str(LAUNCHER), run_dir=str(run_base / f"relay-{name}")))
+        assert r.output == f"total {programs.total(5)}\n" and r.calls == 5
+        assert r.transport == "relay"
+        ops = r.backend_operations
+        assert ops == {k: sb.calls.count(k) for k in set(sb.calls)}
+        if name == "plain":
+            assert ops["write_file"] == 2 + 5 and "exec_input" not in ops, ops
+        else:
+            assert ops["write_file"] == 2 and ops["exec_input"] == 5, ops
 
 
 @pytest.mark.parametrize("transport", ["files", "wait", "relay"])

@@ -10,6 +10,9 @@ them, with its sentences:
     stat_file   HEAD of the same (a 404 tells an absent path from an absent container
                 with GET /containers/{id}/json)
     open_stream an exec started on a connection the engine hands over (HTTP upgrade)
+    exec_input  the same exec, its stdin written and ended, its output read to the end,
+                then GET /exec/{eid}/json (the C backend has no exec_input: its relay
+                writes each answer first)
 Every request has a connection of its own ("Connection: close"): nothing to go stale
 between requests, and many coroutines at once need no more than a bound on connections.
 
@@ -320,6 +323,14 @@ class DockerStream:
         except OSError as e:
             raise BrokenPipeError(errno.EPIPE, f"the stream of {self.name} has ended") from e
 
+    def close_stdin(self) -> None:
+        """Ends the command's stdin (a half-close: its output still comes)."""
+        try:
+            if not self._writer.is_closing():
+                self._writer.write_eof()
+        except OSError:
+            pass
+
     async def close(self) -> None:
         """Closes its stdin, waits up to 1 s for its output to end, then closes the
         connection. The engine cannot kill an exec: a command that goes on without its
@@ -581,12 +592,50 @@ class DockerSandbox:
             await asyncio.sleep(pause)
             pause = min(pause * 2, INSPECT_MAX)
 
+    async def exec_input(self, command: Union[str, Sequence[str]], data: bytes, *,
+                         working_directory: str = "/",
+                         timeout: Optional[float] = None) -> ExecResult:
+        """exec, with data written to the command's stdin, which is then closed: the exec is
+        started with its stdin attached, as open_stream's is, and its output read to the
+        end. stderr keeps its first 4 KiB. A command that exits without reading all of
+        data is no error. Failures and the timeout as exec's."""
+        argv = _argv(command)
+        what = f"running {argv[0]} in the container '{self.container}'"
+        out, stream = bytearray(), None
+        try:
+            async with asyncio.timeout(timeout):
+                eid, stream = await self._attach(argv, what, working_directory)
+                try:
+                    try:
+                        await stream.write(bytes(data))
+                    except BrokenPipeError:
+                        pass  # it ended, or closed its stdin, before it read it all
+                    stream.close_stdin()
+                    while chunk := await stream.read(65536):
+                        out += chunk
+                finally:
+                    await stream.close()
+                state = await self._exec_wait(eid, what)
+        except TimeoutError:
+            return ExecResult(out.decode("utf-8", "replace"),
+                              stream.stderr_text if stream else "", -1)
+        if state.get("Pid") == 0 and state["ExitCode"] in (126, 127):
+            why = _printable(out.decode("utf-8", "replace")) or "it gave no reason"
+            raise BackendError(f"the Docker engine could not start {argv[0]} in the "
+                               f"container '{self.container}': {why}", -errno.EIO)
+        return ExecResult(out.decode("utf-8", "replace"), stream.stderr_text,
+                          state["ExitCode"])
+
     async def open_stream(self, argv: Sequence[str]) -> DockerStream:
         """An exec of argv with its stdin attached, started on a connection of its own that
         the engine hands over to the exec's stdio (an HTTP upgrade): a DockerStream."""
         argv = _argv(argv)
         what = f"starting {argv[0]} in the container '{self.container}'"
-        eid = await self._exec_create(argv, what, stdin=True)
+        return (await self._attach(argv, what))[1]
+
+    async def _attach(self, argv, what, cwd=None):
+        """(the exec's id, a DockerStream on its stdio): see open_stream."""
+        eid = await self._exec_create(argv, what, stdin=True, cwd=cwd)
         try:
             async with asyncio.timeout(REQUEST_TIMEOUT):
                 reader, writer = await self._connect()
@@ -608,7 +657,7 @@ class DockerSandbox:
             raise self._timed_out(what) from None
         stream = DockerStream(reader, writer, argv[0])
         self._streams.add(stream)
-        return stream
+        return eid, stream
 
     # ---- files ---------------------------------------------------------------------------
 

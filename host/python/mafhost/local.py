@@ -126,7 +126,8 @@ class LocalSandbox:
 
     exec runs an argv (a str goes through /bin/sh -c) in its own process group, killed whole
     at the timeout (exit_code -1); a command that cannot be started gives 127 (not found) or
-    126 (not executable) with the reason on stderr, as a shell would. Files are written
+    126 (not executable) with the reason on stderr, as a shell would. exec_input is the
+    same with bytes on the command's stdin (exec gives it /dev/null). Files are written
     through a temporary name and a rename, read only when regular (O_NOFOLLOW, O_NONBLOCK),
     and every path is walked without following a symlink (OSError ELOOP or ENOTDIR).
     read_file raises FileNotFoundError when absent, IsADirectoryError for a directory,
@@ -143,17 +144,30 @@ class LocalSandbox:
 
     async def exec(self, command: Union[str, Sequence[str]], *, working_directory: str = "/",
                    timeout: Optional[float] = None) -> ExecResult:
+        return await self._exec(command, None, working_directory, timeout)
+
+    async def exec_input(self, command: Union[str, Sequence[str]], data: bytes, *,
+                         working_directory: str = "/",
+                         timeout: Optional[float] = None) -> ExecResult:
+        """exec, with data written to the command's stdin, which is then closed (a command
+        that exits without reading it all is no error)."""
+        return await self._exec(command, bytes(data), working_directory, timeout)
+
+    async def _exec(self, command, data, working_directory, timeout):
         argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
         try:
             proc = await asyncio.create_subprocess_exec(
-                *argv, cwd=working_directory, stdin=asyncio.subprocess.DEVNULL,
+                *argv, cwd=working_directory,
+                stdin=asyncio.subprocess.DEVNULL if data is None else asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
                 start_new_session=True)
         except FileNotFoundError as e:
             return ExecResult("", f"{argv[0]}: {e.strerror}\n", 127)
         except PermissionError as e:
             return ExecResult("", f"{argv[0]}: {e.strerror}\n", 126)
-        comm = asyncio.ensure_future(proc.communicate())
+        # communicate feeds stdin while it reads the output, and takes a stdin the command
+        # closed early (BrokenPipeError) as the end of the input.
+        comm = asyncio.ensure_future(proc.communicate(data))
         done, _ = await asyncio.wait({comm}, timeout=timeout)
         if done:
             out, err = comm.result()

@@ -18,7 +18,17 @@ Optional, looked up by name:
     async open_stream(argv: Sequence[str]) -> Stream
         # an exec whose stdin and stdout stay open: enables the stream transport, no
         # backend operation a call
-The backends of this package (LocalSandbox, DockerSandbox) have both.
+    async exec_input(argv: Sequence[str], data: bytes, *, working_directory: str,
+                     timeout: float) -> as exec's
+        # exec with data written to the command's stdin, which is then closed (a
+        # command that exits without reading it all is no error): the relay transport
+        # then takes each answer on the relay's stdin, one exec a call
+The backends of this package (LocalSandbox, DockerSandbox) have all three.
+
+How an answer crosses: on a stream, or on exec_input's stdin, or, over the surface alone,
+as a file write_file puts in the run directory before the relay's exec (two operations a
+call). Never in an argv or the environment, which other processes of the sandbox's machine
+may read (/proc/PID/cmdline).
 """
 from dataclasses import dataclass
 from typing import Optional, Protocol, Sequence, Union, runtime_checkable
@@ -68,6 +78,9 @@ class Stream(Protocol):
 
 @runtime_checkable
 class Sandbox(Protocol):
+    """The surface every backend has; open_stream, exec_input and launcher_path are
+    optional (see the module)."""
+
     async def exec(self, command: Union[str, Sequence[str]], *, working_directory: str,
                    timeout: float): ...
 
