@@ -723,8 +723,10 @@ struct mafh_run_result {
 	int64_t uid, gid;
 	char landlock[32];
 	/* 1 when the program could not have written the exit marker and record the host read:
-	 * it ran under an identity of its own, or under Landlock. 0: the result is the
-	 * program's word as much as the supervisor's. */
+	 * it ran under an identity of its own, or under Landlock, and the supervisor's record
+	 * was read and agrees with the marker. 0: the result is the program's word as much as
+	 * the supervisor's (no record, or one that disagrees: the record's verdict is taken
+	 * then, and the disagreement is among the errors). */
 	int verified;
 	/* The first error: why the run ended in ERROR, LAUNCH_FAILED, TIMEOUT or STOPPED, or a
 	 * failure met after its end (output, stop, reclaim). */

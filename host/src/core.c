@@ -227,6 +227,18 @@ static void settle_status(struct mafh_run *run)
 {
 	const struct mafh_exit_record *r = &run->result.record;
 
+	/* The verdict is the supervisor's record. The exit marker, and a wait, relay or serve
+	 * event quoting it, is a claim: a record that disagrees wins and the disagreement is an
+	 * error of the run, and a claim no record confirms is never verified. */
+	if (r->have_record && run->result.exit_code >= 0 && run->result.exit_code != r->exit_code) {
+		note(run, MAFH_EPROTO, "the exit marker said %d but the supervisor's record says "
+		     "%s, exit code %d: the record is taken", run->result.exit_code, r->status,
+		     r->exit_code);
+		run->result.verified = 0;
+		run->result.exit_code = r->exit_code;
+	} else if (!r->have_record) {
+		run->result.verified = 0;
+	}
 	if (run->result.exit_code < 0 && r->have_record)
 		run->result.exit_code = r->exit_code;
 	if (run->result.exit_code < 0) {

@@ -320,3 +320,19 @@ def test_a_request_that_is_not_utf8_is_refused_before_any_tool_runs(local):
     r = arun(mafhost.run(local, program, tools=[echo], timeout=30, transport="files"))
     assert r.output.splitlines() == ["{'refusal': 'the request is not valid UTF-8'}", "ok"], r
     assert ran == ["ok"]
+
+
+def test_a_forged_exit_event_does_not_set_the_verdict(run_base, tmp_path):
+    # A launcher whose serve claims the program exited 0 at once; the rest is maf-launch's.
+    forger = tmp_path / "maf-launch"
+    forger.write_text("#!/bin/sh\nif [ \"$1\" = serve ]; then\n"
+                      "  printf '{\"event\":\"exit\",\"size\":1}\\n0'\n  exec cat >/dev/null\n"
+                      f"fi\nexec {LAUNCHER} \"$@\"\n")
+    forger.chmod(0o755)
+    os.chmod(tmp_path, 0o755)
+    sandbox = mafhost.LocalSandbox(launcher_path=str(forger), tmpdir=str(run_base))
+    r = arun(mafhost.run(sandbox, "import time\ntime.sleep(30)\n", timeout=60,
+                         transport="stream", check=False))
+    assert r.status == "stopped" and r.exit_code != 0, r
+    assert not r.verified
+    assert any("the record is taken" in e for e in r.errors), r.errors

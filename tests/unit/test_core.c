@@ -21,6 +21,11 @@
 	"\"peak_rss_kb\":1,\"output_bytes\":5,\"output_truncated\":false,\"calls\":0," \
 	"\"seccomp\":\"default\",\"landlock\":\"off\"}"
 
+/* The record of a program that exited 7, as the driver's fake marker says. */
+#define RECORD_7 "{\"status\":\"exited\",\"exit_code\":7,\"signal\":0,\"wall_ms\":5," \
+	"\"cpu_ms\":1,\"peak_rss_kb\":1,\"output_bytes\":3,\"output_truncated\":false," \
+	"\"calls\":2,\"seccomp\":\"default\",\"landlock\":\"off\"}"
+
 struct fixture {
 	struct mafh_registry *reg;
 	struct mafh_run *run;
@@ -211,8 +216,15 @@ static const char *argv_after(const struct mafh_op *op, const char *flag)
 	return NULL;
 }
 
+static void start_with(struct fixture *f, const char *launch_out);
+
 /* Writes the program and the shim, execs the launcher and gives it a good launch line. */
 static void start(struct fixture *f)
+{
+	start_with(f, LAUNCH_OUT);
+}
+
+static void start_with(struct fixture *f, const char *launch_out)
 {
 	struct mafh_op op;
 
@@ -233,7 +245,7 @@ static void start(struct fixture *f)
 	assert_string_equal(argv_after(&op, "--max-output-bytes"), "1048576");
 	assert_string_equal(argv_after(&op, "--"), "python3");
 	assert_string_equal(argv_after(&op, "python3"), R "/host_tools/program.py");
-	give_exec(f, 0, LAUNCH_OUT, "");
+	give_exec(f, 0, launch_out, "");
 	assert_int_equal(mafh_run_result(f->run)->supervisor_pid, 42);
 	assert_int_equal(mafh_run_result(f->run)->session, 1);
 }
@@ -670,9 +682,9 @@ static void test_bad_requests(void **state)
 	expect_path(&op, MAFH_OP_READ, CALLS "0010.request.json");
 	give_read(&f, MAFH_READ_OK, "{\"id\": \"0010\", \"abandoned\": true}");
 	assert_string_equal(serve(&f, 11, req(11, "{\"a\": 1}"), 1), "{\"value\":2}");
-	exit_with(&f, 12, "3");
+	exit_with(&f, 12, "0");
 	finish_normally(&f, "");
-	assert_int_equal(mafh_run_result(f.run)->exit_code, 3);
+	assert_int_equal(mafh_run_result(f.run)->exit_code, 0);
 	assert_int_equal(mafh_run_result(f.run)->calls, 10);
 	assert_int_equal(mafh_run_result(f.run)->refusals, 9);
 	assert_int_equal(f.tool_calls, 1);
@@ -929,6 +941,32 @@ static void test_forged_marker(void **state)
 	assert_int_equal(mafh_run_result(f.run)->status, MAFH_RUN_ERROR);
 	assert_int_equal(mafh_run_result(f.run)->exit_code, -1);
 	assert_string_equal(mafh_run_result(f.run)->output, "");
+	teardown_run(&f);
+
+	/* A marker (or an event quoting one) that the supervisor's record contradicts: the
+	 * record's verdict, an error of the run, and not verified. */
+	setup_run(&f, NULL, MAFH_TRANSPORT_FILES, 60000);
+	start_with(&f, "{\"pid\":100,\"supervisor_pid\":42,\"session\":100,\"uid\":1048676,"
+		   "\"gid\":1048676,\"identity\":\"own\",\"landlock\":\"abi-7\"}\n"
+		   "maf-host-tools: session\n");
+	assert_true(mafh_run_result(f.run)->verified);
+	exit_with(&f, 1, "0");
+	op = next(&f);
+	assert_string_equal(op.argv[1], "stop");
+	give_exec(&f, 0, "{\"status\":\"stopped\",\"exit_code\":143,\"signal\":15,"
+		  "\"wall_ms\":5,\"cpu_ms\":1,\"peak_rss_kb\":1,\"output_bytes\":0,"
+		  "\"output_truncated\":false,\"calls\":0,\"seccomp\":\"default\","
+		  "\"landlock\":\"off\"}\n", "");
+	op = next(&f);
+	give_read(&f, MAFH_READ_OK, "");  /* output */
+	op = next(&f);
+	assert_string_equal(op.argv[1], "reclaim");
+	give_exec(&f, 0, "", "");
+	assert_int_equal(next(&f).kind, MAFH_OP_DONE);
+	assert_int_equal(mafh_run_result(f.run)->status, MAFH_RUN_STOPPED);
+	assert_int_equal(mafh_run_result(f.run)->exit_code, 143);
+	assert_false(mafh_run_result(f.run)->verified);
+	assert_non_null(strstr(mafh_run_result(f.run)->errors, "the record is taken"));
 	teardown_run(&f);
 }
 
@@ -1695,7 +1733,7 @@ static int fake_exec(void *ctx, const char *const *argv, int64_t timeout_ms, siz
 	if (strcmp(argv[1], "run") == 0)
 		res->out = dupn(LAUNCH_OUT, &res->out_len);
 	else if (strcmp(argv[1], "stop") == 0)
-		res->out = dupn(RECORD "\n", &res->out_len);
+		res->out = dupn(RECORD_7 "\n", &res->out_len);
 	return 0;
 }
 
@@ -1846,7 +1884,7 @@ static int stdin_fake_exec(void *ctx, const char *const *argv, int64_t timeout_m
 	if (strcmp(argv[1], "run") == 0) {
 		res->out = dupn(LAUNCH_OUT, &res->out_len);
 	} else if (strcmp(argv[1], "stop") == 0) {
-		res->out = dupn(RECORD "\n", &res->out_len);
+		res->out = dupn(RECORD_7 "\n", &res->out_len);
 	} else if (strcmp(argv[1], "relay") == 0) {
 		for (i = 0; argv[i] && strcmp(argv[i], "--next") != 0; i++)
 			;
