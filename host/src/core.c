@@ -364,6 +364,16 @@ static void refuse(struct mafh_run *run, const char *sentence)
 	answer(run, mafp_response_encode_refusal(sentence), 1, sentence);
 }
 
+/* Request next_id wants no answer (upstream's abandoned marker): the next one is due at
+ * once. */
+static void step_over(struct mafh_run *run)
+{
+	run->next_id++;
+	mafh__pacing_stepped(&run->pacing);
+	run->next_look_ms = run->now;
+	run->wait_files = 0;
+}
+
 /* Pass-through: the request next_id, as read (buf, or none with OVERSIZED or UNREADABLE),
  * goes to the registry's callback as it is. A holding run reads no request: one found at
  * the last id, where it waits, turns it to polling the exit marker. */
@@ -423,10 +433,7 @@ static void take_request(struct mafh_run *run, const char *buf, size_t len)
 		return;
 	case MAFH__REQ_STEP_OVER:
 		/* Upstream steps over an abandoned id without answering it. */
-		run->next_id++;
-		mafh__pacing_stepped(&run->pacing);
-		run->next_look_ms = run->now;
-		run->wait_files = 0;
+		step_over(run);
 		return;
 	case MAFH__REQ_REFUSE:
 		refuse(run, j.sentence);
@@ -520,21 +527,21 @@ static void take_event(struct mafh_run *run, const struct mafh__wait_event *evp)
 			break;
 		run->request_ms = run->now;
 		run->call_tool[0] = '\0';
-		if (run->reg->pass_through) {
-			if (ev.unreadable)
+		if (ev.unreadable) {
+			if (run->reg->pass_through) {
 				take_raw_request(run, NULL, 0, MAFH_CALL_UNREADABLE, 0);
-			else if (!mafh__wait_event_whole(&ev) ||
-				 ev.size > (double)run->limits.max_request_bytes)
-				take_raw_request(run, NULL, 0, MAFH_CALL_OVERSIZED,
-						 ev.size > 0 ? (uint64_t)ev.size : 0);
-			else
-				take_request(run, ev.body, ev.body_len);
-		} else if (ev.unreadable) {
+				return;
+			}
 			snprintf(line, sizeof(line), "the request file %04ld is not a regular file "
 				 "that can be read", run->next_id);
 			refuse(run, line);
 		} else if (!mafh__wait_event_whole(&ev) ||
 			   ev.size > (double)run->limits.max_request_bytes) {
+			if (run->reg->pass_through) {
+				take_raw_request(run, NULL, 0, MAFH_CALL_OVERSIZED,
+						 ev.size > 0 ? (uint64_t)ev.size : 0);
+				return;
+			}
 			snprintf(line, sizeof(line), "the request is larger than %llu bytes",
 				 (unsigned long long)run->limits.max_request_bytes);
 			refuse(run, line);
@@ -987,10 +994,7 @@ static void take_raw_call(struct mafh_run *run, const struct mafh_op_result *res
 	sentence[0] = '\0';
 	switch (res->raw_answer) {
 	case MAFH_RAW_STEP_OVER:
-		run->next_id++;
-		mafh__pacing_stepped(&run->pacing);
-		run->next_look_ms = run->now;
-		run->wait_files = 0;
+		step_over(run);
 		return;
 	case MAFH_RAW_LOOK_AGAIN:
 		/* Not there yet, to the callback (an empty file, not a regular one): looked at
@@ -1054,15 +1058,14 @@ static void take_call(struct mafh_run *run, const struct mafh_op_result *res)
 {
 	char sentence[MAFH__SENTENCE_MAX];
 	char *text;
-	int refused;
+	int refused, raw = run->raw_due;
 
-	if (run->raw_due) {
-		drop_call_texts(run);
+	drop_call_texts(run);
+	if (raw) {
 		take_raw_call(run, res);
 		mafh__reply_clear(&run->reply);
 		return;
 	}
-	drop_call_texts(run);
 	if (res->note && (run->answer_note = malloc(res->note_len + 1))) {
 		memcpy(run->answer_note, res->note, res->note_len);
 		run->answer_note[res->note_len] = '\0';

@@ -349,13 +349,6 @@ int mafh_run_new(struct mafh_registry *reg, struct mafh_backend *backend,
 		*out = NULL;
 		return mafh__error_set(err, MAFH_EINVAL, "a run needs a backend");
 	}
-	/* mafh_backend_new refuses such a table; a run that trusted the flag alone would hand
-	 * its driver an input no function takes. */
-	if ((backend->ops.caps & MAFH_CAP_EXEC_STDIN) && !backend->ops.exec_input) {
-		*out = NULL;
-		return mafh__error_set(err, MAFH_EINVAL, "the backend declares MAFH_CAP_EXEC_STDIN "
-				       "without an exec_input function");
-	}
 	return run_create(reg, backend, mafh_backend_caps(backend),
 			  mafh_backend_launcher_path(backend), opts, out, err);
 }
