@@ -483,17 +483,15 @@ static unsigned char *read_answer(unsigned long long max, size_t *len)
 			buf = nb;
 			size = want;
 		}
-		n = read(0, buf + got, size - got);
-		if (n < 0 && errno == EINTR)
-			continue;
+		n = read_full(0, buf + got, size - got);
 		if (n < 0)
 			die_errno(MAFP_EXIT_LAUNCHER, "cannot read the answer on stdin");
-		if (n == 0)
-			break;
 		got += (size_t)n;
 		if (got > max)
 			die(MAFP_EXIT_USAGE, "the answer on stdin is longer than %llu bytes "
 			    "(--max-answer-bytes)", max);
+		if (got < size)
+			break;	/* stdin ended before the buffer filled */
 	}
 	*len = got;
 	return buf;

@@ -490,44 +490,54 @@ int mafp_tool_name_valid(const char *name)
 	return 1;
 }
 
+size_t mafp_utf8_seq_len(const char *text, size_t left)
+{
+	const unsigned char *p = (const unsigned char *)text;
+	unsigned char b;
+	size_t n, i;
+	uint32_t cp;
+
+	if (left == 0)
+		return 0;
+	b = p[0];
+	if (b < 0x80)
+		return 1;
+	if (b >= 0xc2 && b <= 0xdf) {
+		n = 2;
+		cp = b & 0x1f;
+	} else if (b >= 0xe0 && b <= 0xef) {
+		n = 3;
+		cp = b & 0x0f;
+	} else if (b >= 0xf0 && b <= 0xf4) {
+		n = 4;
+		cp = b & 0x07;
+	} else {
+		return 0;	/* a continuation byte, an overlong lead, or past U+10FFFF */
+	}
+	if (left < n)
+		return 0;
+	for (i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (p[i] & 0x3f);
+	}
+	/* Overlong forms, UTF-16 surrogates (which strict decoders refuse, Python's among
+	 * them) and past U+10FFFF. */
+	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10ffff ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
 int mafp_utf8_valid(const char *text, size_t len)
 {
-	const unsigned char *p = (const unsigned char *)text, *end = p + len;
+	size_t off = 0, n;
 
-	while (p < end) {
-		unsigned char b = *p;
-		size_t n, i;
-		uint32_t cp;
-
-		if (b < 0x80) {
-			p++;
-			continue;
-		}
-		if (b >= 0xc2 && b <= 0xdf) {
-			n = 1;
-			cp = b & 0x1f;
-		} else if (b >= 0xe0 && b <= 0xef) {
-			n = 2;
-			cp = b & 0x0f;
-		} else if (b >= 0xf0 && b <= 0xf4) {
-			n = 3;
-			cp = b & 0x07;
-		} else {
-			return 0;	/* a continuation byte, an overlong lead, or past U+10FFFF */
-		}
-		if ((size_t)(end - p) <= n)
+	while (off < len) {
+		n = mafp_utf8_seq_len(text + off, len - off);
+		if (n == 0)
 			return 0;
-		for (i = 1; i <= n; i++) {
-			if ((p[i] & 0xc0) != 0x80)
-				return 0;
-			cp = cp << 6 | (p[i] & 0x3f);
-		}
-		/* Overlong forms, UTF-16 surrogates (which strict decoders refuse, Python's
-		 * among them) and past U+10FFFF. */
-		if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || cp > 0x10ffff ||
-		    (cp >= 0xd800 && cp <= 0xdfff))
-			return 0;
-		p += n + 1;
+		off += n;
 	}
 	return 1;
 }

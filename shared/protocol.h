@@ -208,6 +208,9 @@ long mafp_base64_decode(const char *text, size_t len, void *out);
 /* 1 if the len bytes of text are UTF-8 as strict decoders take it (no overlong form, no
  * surrogate, nothing past U+10FFFF), else 0. Pure. */
 int mafp_utf8_valid(const char *text, size_t len);
+/* The length (1 to 4) of the one UTF-8 sequence, taken as above, that starts text and fits
+ * in its left bytes, or 0 when none does. Pure. */
+size_t mafp_utf8_seq_len(const char *text, size_t left);
 
 /* 1 if name is a tool name we accept: 1..MAFP_TOOL_NAME_MAX bytes of printable ASCII
  * other than '/', '\\', quote and space. */

@@ -42,46 +42,17 @@ void mafh__request_judge(const struct mafh_registry *reg, const struct mafh_limi
 	mafp_request_clear(&req);
 }
 
-/* Length of the valid UTF-8 sequence at s (1 to 4), or 0 if none starts there (overlongs,
- * surrogates and code points past U+10FFFF are not valid). */
-static size_t utf8_len(const unsigned char *s)
-{
-	size_t n, i;
-	unsigned cp;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		n = 2, cp = s[0] & 0x1f;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		n = 3, cp = s[0] & 0x0f;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		n = 4, cp = s[0] & 0x07;
-	else
-		return 0;
-	for (i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (s[i] & 0x3f);
-	}
-	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10ffff ||
-	    (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return n;
-}
-
 void mafh__sentence_clean(char *s)
 {
-	unsigned char *p = (unsigned char *)s;
+	size_t left = strlen(s);
 
-	while (*p) {
-		size_t n = utf8_len(p);
+	while (left) {
+		size_t n = mafp_utf8_seq_len(s, left);
 
-		if (n == 0 || (n == 1 && (*p < 0x20 || *p == 0x7f))) {
-			*p++ = '?';
-			continue;
-		}
-		p += n;
+		if (n == 0 || (n == 1 && ((unsigned char)*s < 0x20 || *s == 0x7f)))
+			*s = '?', n = 1;
+		s += n;
+		left -= n;
 	}
 }
 
