@@ -27,13 +27,15 @@ struct local_stream {
 	char name[64];                 /* argv[0], for sentences */
 };
 
-/* Takes what stderr holds now, keeping the first STDERR_KEEP bytes. */
+/* Takes what stderr holds now, keeping the first STDERR_KEEP bytes; at most a pipe's worth
+ * a call, so that a command writing stderr without end cannot keep the caller here. */
 static void drain_stderr(struct local_stream *s)
 {
 	char tmp[4096];
 	ssize_t n = -1;
+	int reads = 0;
 
-	while (s->err >= 0 && (n = read(s->err, tmp, sizeof(tmp))) != 0) {
+	while (s->err >= 0 && reads++ < 16 && (n = read(s->err, tmp, sizeof(tmp))) != 0) {
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;

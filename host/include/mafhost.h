@@ -104,6 +104,9 @@ struct mafh_error {
 #define MAFH_CAPS_REQUIRED (MAFH_CAP_EXEC | MAFH_CAP_FILES_IN | MAFH_CAP_FILES_OUT | \
 			    MAFH_CAP_DETACHED_EXEC)
 
+/* The ending's budget, in milliseconds: see mafh_run_options.timeout_ms. */
+#define MAFH_ENDING_MS 15000
+
 /* The result of an exec. out and err are malloc'd by the backend and freed by whoever asked
  * for the exec (mafh_exec_result_clear). exit_code is 0..255 (128+N for signal N), or -1
  * when the command could not be started or was killed at its timeout (timed_out set). */
@@ -635,7 +638,10 @@ struct mafh_run_options {
 	/* maf-launch as the backend's exec finds it; NULL: the backend's (or "maf-launch" for
 	 * a sans-I/O run). Copied. */
 	const char *launcher;
-	int64_t timeout_ms;        /* one deadline for the whole run (default 60000) */
+	/* One deadline for the whole run (default 60000). Whatever the launcher does, the run
+	 * is over within MAFH_ENDING_MS of its end, or of this deadline if that comes first:
+	 * the ending (stop, the record, the output, the reclaim) shares that budget. */
+	int64_t timeout_ms;
 	const char *egress;        /* "closed" or "open"; NULL: the launcher's default */
 	const char *seccomp;       /* "default" or "off"; NULL: the launcher's default */
 	const char *landlock;      /* "auto" or "off"; NULL: the launcher's default */
@@ -646,7 +652,8 @@ struct mafh_run_options {
 	int64_t poll_max_ms;       /* files: the slowest idle poll (default 200) */
 	int64_t wait_slice_ms;     /* wait: --timeout-ms of one `maf-launch wait` (default 2000) */
 	/* The exec timeout of the launcher's short commands: run, stop, reclaim (default
-	 * 30000; bounded by the deadline for run). */
+	 * 30000; bounded by the deadline for run, and for stop and reclaim by the ending's
+	 * budget, MAFH_ENDING_MS). */
 	int64_t exec_timeout_ms;
 	mafh_event_fn on_event;    /* may be NULL */
 	void *event_ud;            /* borrowed, handed to on_event */

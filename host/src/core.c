@@ -27,7 +27,14 @@
 /* A request that does not decode is read once more after this grace: a writer that does not
  * publish through a rename (the program may write request files itself) can be seen torn. */
 #define TORN_GRACE_MS 20
-#define STOP_TIMEOUT_S "10"
+/* The ending's own budget (MAFH_ENDING_MS from the moment the run ends, its deadline at the
+ * latest), shared out so that whatever the launcher does, the run is over within it: the
+ * stop gets all but ENDING_RESERVE_MS, kept for the reads and the reclaim after it, and
+ * tells the launcher to give up STOP_MARGIN_MS before its exec is cut, so that it still
+ * prints the record. No ending exec gets less than ENDING_EXEC_MIN_MS. */
+#define ENDING_RESERVE_MS 4000
+#define STOP_MARGIN_MS 1000
+#define ENDING_EXEC_MIN_MS 1000
 /* The largest response `maf-launch relay` takes on its stdin. A backend holds an exec's
  * input whole (the local one in a memfd, a remote one in the request that starts the exec),
  * so a larger one is written first, by a WRITE op. */
@@ -149,6 +156,7 @@ static void end_run(struct mafh_run *run, enum mafh_run_status status, int code,
 		return;
 	}
 	run->ending = 1;
+	run->end_by = (run->now < run->deadline ? run->now : run->deadline) + MAFH_ENDING_MS;
 	run->cut = status != MAFH_RUN_RUNNING;
 	run->result.status = status;
 	if (fmt) {
@@ -492,8 +500,9 @@ static void take_wait_event(struct mafh_run *run, const struct mafh_exec_result 
 			return;
 		}
 		mafh__first_line(line, sizeof(line), x->err, x->err_len);
-		end_run(run, MAFH_RUN_ERROR, MAFH_EIO, "maf-launch %s %s: %s", wait_word(run),
-			x->timed_out ? "did not return in time" : "failed", line);
+		end_run(run, MAFH_RUN_ERROR, MAFH_EIO, "maf-launch %s %s%s%s", wait_word(run),
+			x->timed_out ? "did not return in time" : "failed", line[0] ? ": " : "",
+			line);
 		return;
 	}
 	if (mafh__wait_event_parse(x->out, x->out_len, &ev) != 0) {
@@ -1176,11 +1185,21 @@ static void take_output(struct mafh_run *run, const struct mafh_op_result *res)
 	run->result.output_len = res->read.len;
 }
 
+/* What is left of the ending's budget for an exec that leaves reserve_ms after it. */
+static int64_t ending_left(const struct mafh_run *run, int64_t reserve_ms)
+{
+	return clamp64(run->end_by - run->now - reserve_ms, ENDING_EXEC_MIN_MS,
+		       run->exec_timeout_ms);
+}
+
 static int emit_stop(struct mafh_run *run, struct mafh_op *op)
 {
+	int64_t left = ending_left(run, ENDING_RESERVE_MS);
+	int64_t wait = left > 2 * STOP_MARGIN_MS ? left - STOP_MARGIN_MS : left / 2;
+
 	mafh__argv_stop(&run->argv, run->launcher, run->run_dir, run->result.supervisor_pid,
-			STOP_TIMEOUT_S);
-	op_exec(run, op, run->exec_timeout_ms, STOP_OUT_CAP);
+			wait);
+	op_exec(run, op, left, STOP_OUT_CAP);
 	return 1;
 }
 
@@ -1193,8 +1212,15 @@ static int ending_exec_failed(struct mafh_run *run, const struct mafh_op_result 
 	if (!res->error && !res->exec.timed_out && res->exec.exit_code == 0)
 		return 0;
 	mafh__first_line(line, sizeof(line), res->exec.err, res->exec.err_len);
-	note(run, res->error ? res->error : MAFH_EIO, "maf-launch %s failed (exit code %d): %s",
-	     what, res->exec.exit_code, res->error ? res->detail.message : line);
+	if (res->error)
+		note(run, res->error, "maf-launch %s failed: %s", what, res->detail.message);
+	else if (res->exec.timed_out)
+		note(run, MAFH_ETIMEDOUT, "maf-launch %s did not return within %lld ms, its share "
+		     "of the run's ending%s%s", what, (long long)(run->now - run->op_started_ms),
+		     line[0] ? ": " : "", line);
+	else
+		note(run, MAFH_EIO, "maf-launch %s failed (exit code %d)%s%s", what,
+		     res->exec.exit_code, line[0] ? ": " : "", line);
 	return 1;
 }
 
@@ -1242,7 +1268,7 @@ static void take_record_read(struct mafh_run *run, const struct mafh_op_result *
 static int emit_reclaim(struct mafh_run *run, struct mafh_op *op)
 {
 	mafh__argv_reclaim(&run->argv, run->launcher, run->run_dir, run->reclaim_keep);
-	op_exec(run, op, run->exec_timeout_ms, LAUNCH_OUT_CAP);
+	op_exec(run, op, ending_left(run, 0), LAUNCH_OUT_CAP);
 	return 1;
 }
 

@@ -94,8 +94,9 @@ int mafh__argv_serve(struct mafh__argv *a, const char *launcher, const char *run
 int mafh__argv_relay(struct mafh__argv *a, const char *launcher, const char *run_dir,
 		     long next_id, int64_t slice_ms, uint64_t max_bytes, int64_t supervisor_pid,
 		     long answer_id);
+/* wait_ms: how long stop waits for the supervisor before it kills (--timeout). */
 int mafh__argv_stop(struct mafh__argv *a, const char *launcher, const char *run_dir,
-		    int64_t supervisor_pid, const char *timeout_s);
+		    int64_t supervisor_pid, int64_t wait_ms);
 /* keep: NULL, or an entry of R the reclaim leaves (--keep). */
 int mafh__argv_reclaim(struct mafh__argv *a, const char *launcher, const char *run_dir,
 		       const char *keep);
@@ -269,6 +270,7 @@ struct mafh_run {
 	/* Time. */
 	int started;
 	int64_t t_start, deadline, now;
+	int64_t end_by;                 /* the ending's ops are over by then (MAFH_ENDING_MS) */
 	struct mafh__pacing pacing;
 	int64_t next_look_ms;           /* files: no look before this */
 	int64_t next_liveness_ms;       /* files: check the supervisor then, if still quiet */

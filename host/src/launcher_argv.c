@@ -121,11 +121,12 @@ int mafh__argv_relay(struct mafh__argv *a, const char *launcher, const char *run
 }
 
 int mafh__argv_stop(struct mafh__argv *a, const char *launcher, const char *run_dir,
-		    int64_t supervisor_pid, const char *timeout_s)
+		    int64_t supervisor_pid, int64_t wait_ms)
 {
 	start(a, launcher, "stop", run_dir);
 	option(a, "--supervisor-pid", num(a, "%lld", (long long)supervisor_pid));
-	option(a, "--timeout", timeout_s);
+	option(a, "--timeout", num(a, "%lld.%03lld", (long long)(wait_ms / 1000),
+				   (long long)(wait_ms % 1000)));
 	return done(a);
 }
 

@@ -798,6 +798,81 @@ static void test_deadline(void **state)
 	teardown_run(&f);
 }
 
+/* A launcher whose stop and reclaim never return: each exec gets its share of the ending's
+ * budget, so that the run is over MAFH_ENDING_MS after its deadline whatever they do. */
+static void give_exec_timed_out(struct fixture *f, const struct mafh_op *op)
+{
+	struct mafh_op_result res;
+
+	mafh_op_result_init(&res, MAFH_OP_EXEC);
+	res.exec.exit_code = -1;
+	res.exec.timed_out = 1;
+	f->now += op->timeout_ms - 1;
+	give(f, &res);
+}
+
+static void test_ending_budget(void **state)
+{
+	struct fixture f;
+	struct mafh_op op;
+	int64_t end_by;
+
+	(void)state;
+	setup_run(&f, NULL, MAFH_TRANSPORT_FILES, 2000);
+	start(&f);
+	for (;;) {
+		op = next(&f);
+		if (strcmp(op.path, R "/host_tools/program_output.txt") == 0)
+			break;
+		give_read(&f, MAFH_READ_ABSENT, NULL);
+	}
+	end_by = 1000 + 2000 + MAFH_ENDING_MS;
+	give_read(&f, MAFH_READ_OK, "");
+	op = next(&f);
+	assert_string_equal(op.argv[1], "stop");
+	/* All of the budget but what the reads and the reclaim after it need; the launcher
+	 * gives up a second before its exec is cut, so that it still prints the record. */
+	assert_true(op.timeout_ms <= end_by - f.now - 4000 && op.timeout_ms >= 9000);
+	assert_int_equal(strtod(argv_after(&op, "--timeout"), NULL) * 1000,
+			 op.timeout_ms - 1000);
+	give_exec_timed_out(&f, &op);
+	op = next(&f);
+	expect_path(&op, MAFH_OP_READ, R "/host_tools/program_exit.json");
+	give_read(&f, MAFH_READ_ABSENT, NULL);
+	op = next(&f);
+	assert_string_equal(op.argv[1], "reclaim");
+	assert_true(f.now + op.timeout_ms <= end_by);
+	assert_true(op.timeout_ms >= 1000);
+	give_exec_timed_out(&f, &op);
+	assert_int_equal(next(&f).kind, MAFH_OP_DONE);
+	assert_true(f.now <= end_by);
+	assert_int_equal(mafh_run_result(f.run)->status, MAFH_RUN_TIMEOUT);
+	teardown_run(&f);
+
+	/* A run that ended early has the budget from its end, not from its deadline. */
+	setup_run(&f, NULL, MAFH_TRANSPORT_FILES, 600000);
+	start(&f);
+	exit_with(&f, 1, "0");
+	end_by = f.now + MAFH_ENDING_MS;
+	op = next(&f);
+	assert_string_equal(op.argv[1], "stop");
+	assert_true(op.timeout_ms <= end_by - f.now - 4000);
+	give_exec_timed_out(&f, &op);
+	op = next(&f);
+	expect_path(&op, MAFH_OP_READ, R "/host_tools/program_exit.json");
+	give_read(&f, MAFH_READ_ABSENT, NULL);
+	op = next(&f);
+	expect_path(&op, MAFH_OP_READ, R "/host_tools/program_output.txt");
+	give_read(&f, MAFH_READ_OK, "");
+	op = next(&f);
+	assert_string_equal(op.argv[1], "reclaim");
+	assert_true(f.now + op.timeout_ms <= end_by);
+	give_exec_timed_out(&f, &op);
+	assert_int_equal(next(&f).kind, MAFH_OP_DONE);
+	assert_true(f.now <= end_by);
+	teardown_run(&f);
+}
+
 static void test_stop_and_busy(void **state)
 {
 	struct fixture f;
@@ -2184,6 +2259,7 @@ int main(void)
 		cmocka_unit_test(test_oversized_response),
 		cmocka_unit_test(test_deadline),
 		cmocka_unit_test(test_stop_and_busy),
+		cmocka_unit_test(test_ending_budget),
 		cmocka_unit_test(test_launch_failed),
 		cmocka_unit_test(test_bad_launch_line),
 		cmocka_unit_test(test_backend_errors),

@@ -183,9 +183,9 @@ static void test_argv(void **state)
 	assert_int_equal(mafh__argv_wait(&a, "ml", "/r", 3, 0, 64, 4242), 0);
 	assert_argv(&a, (const char *const[]){"ml", "wait", "--run-dir", "/r", "--next", "3",
 			"--timeout-ms", "0", "--max-bytes", "64", "--supervisor-pid", "4242", NULL});
-	assert_int_equal(mafh__argv_stop(&a, "ml", "/r", 4242, "10"), 0);
+	assert_int_equal(mafh__argv_stop(&a, "ml", "/r", 4242, 10250), 0);
 	assert_argv(&a, (const char *const[]){"ml", "stop", "--run-dir", "/r",
-			"--supervisor-pid", "4242", "--timeout", "10", NULL});
+			"--supervisor-pid", "4242", "--timeout", "10.250", NULL});
 	assert_int_equal(mafh__argv_reclaim(&a, "ml", "/r", NULL), 0);
 	assert_argv(&a, (const char *const[]){"ml", "reclaim", "--run-dir", "/r", NULL});
 	assert_int_equal(mafh__argv_reclaim(&a, "ml", "/r", "work"), 0);
