@@ -4,6 +4,7 @@ object (sandbox.py) and hands back the result, until the run is over."""
 import asyncio
 import ctypes
 import errno
+import inspect
 import json
 import logging
 import os
@@ -20,7 +21,9 @@ log = logging.getLogger("mafhost")
 
 # A foreign exec may not keep to its own timeout; past it by this much, the driver stops
 # waiting and reports the exec timed out.
-EXEC_GRACE_S = 5.0
+EXEC_GRACE_S = 2.0
+# A stream's close (stdin closed, a moment, killed) is not waited for longer.
+STREAM_CLOSE_S = 3.0
 
 
 @dataclass(frozen=True)
@@ -160,6 +163,11 @@ class _Sandbox:
         # An exec given bytes on its stdin: how relay takes each answer in one operation.
         # Without it the answer is written first, never put in an argv (anyone's to read).
         self.has_exec_input = callable(getattr(sandbox, "exec_input", None))
+        # An exec that takes max_output (this package's backends) holds no more of the
+        # command's stdout than the op's cap; any other holds what it holds, and is cut
+        # after.
+        self.bounded = {m: _takes(getattr(sandbox, m, None), "max_output")
+                        for m in ("exec", "exec_input")}
         self.counts = {}
         # What the sandbox object raised, first to last (a caller serving maf-sandbox's
         # contract re-raises the first, as maf-sandbox's supervisor would).
@@ -183,13 +191,14 @@ class _Sandbox:
         argv = _argv(op.argv)
         timeout = op.timeout_ms / 1000 if op.timeout_ms > 0 else None
         try:
+            method = "exec" if op.data is None else "exec_input"
+            self.count(method)
+            kw = {"max_output": op.out_cap} if self.bounded[method] else {}
             if op.data is not None:
-                self.count("exec_input")
                 coro = self.sb.exec_input(argv, ctypes.string_at(op.data, op.len),
-                                          working_directory="/", timeout=timeout)
+                                          working_directory="/", timeout=timeout, **kw)
             else:
-                self.count("exec")
-                coro = self.sb.exec(argv, working_directory="/", timeout=timeout)
+                coro = self.sb.exec(argv, working_directory="/", timeout=timeout, **kw)
             r = await (asyncio.wait_for(coro, timeout + EXEC_GRACE_S) if timeout else coro)
         except asyncio.TimeoutError:
             res.exec.exit_code, res.exec.timed_out = -1, 1
@@ -273,6 +282,17 @@ class _Sandbox:
         return ()
 
 
+def _takes(fn, name):
+    """Whether the callable fn takes the keyword argument name."""
+    if not callable(fn):
+        return False
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in params  # not through **kwargs, which may be passed on to anything
+
+
 def _fail(res, exc, what):
     res.error = -_errno_of(exc)
     res.detail.code = res.error
@@ -330,7 +350,9 @@ class _Stream:
 
     async def close(self):
         try:
-            await self.stream.close()
+            await asyncio.wait_for(self.stream.close(), STREAM_CLOSE_S)
+        except asyncio.TimeoutError:
+            log.debug("closing the stream: it took more than %s s", STREAM_CLOSE_S)
         except Exception as e:  # closing never fails the run
             log.debug("closing the stream: %s", e)
         if self.reading is not None:

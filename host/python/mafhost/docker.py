@@ -44,12 +44,15 @@ DEFAULT_LAUNCHER = "/usr/local/bin/maf-launch"
 API = "/v1.41"                    # Docker 20.10 and later answer it
 REQUEST_TIMEOUT = 120.0           # a request with no answer by then met a stuck engine
 MAX_CONNECTIONS = 16              # short requests at once; exec streams are apart
+SYSERR_KEEP = 4096                # the engine's own error, in the exec's stream
 ERROR_BODY_MAX = 4096             # what an error's body is read for: its message
 REPLY_MAX = 1 << 20               # a JSON reply (inspections); longer is not one
 TAR_SLACK = (64 << 10) + 1024     # a read's tar around its file: headers, padding, end
 PATH_MAX = 4096
 PATH_STAT_MAX = 16384             # base64 of a name and a link target, 4 KiB each
 STDERR_KEEP = 4096
+EXEC_STDERR_KEEP = 64 << 10       # an exec's stderr kept
+EXEC_OUTPUT_MAX = 64 << 20        # an exec's stdout kept unless max_output says otherwise
 STREAM_HIGH_WATER = 1 << 20       # stdout a stream holds unread before it stops reading
 INSPECT_FIRST, INSPECT_MAX = 0.001, 0.05
 MKDTEMP_TRIES = 16
@@ -517,7 +520,8 @@ class DockerSandbox:
     # ---- exec ----------------------------------------------------------------------------
 
     async def exec(self, command: Union[str, Sequence[str]], *, working_directory: str = "/",
-                   timeout: Optional[float] = None) -> ExecResult:
+                   timeout: Optional[float] = None,
+                   max_output: int = EXEC_OUTPUT_MAX) -> ExecResult:
         """Runs command in the container: an argv as the exec's Cmd (argv[0] looked up
         through the container's PATH, never a shell), a str through /bin/sh -c. stdout and
         stderr are attached without a tty; the exit code is the exec's once it has ended.
@@ -525,22 +529,25 @@ class DockerSandbox:
         A command the engine cannot start (not found, not executable, no such
         working_directory) is BackendError (-EIO) with the engine's reason. At timeout
         seconds (None: none) it returns what came so far with exit_code -1; the engine
-        cannot end an exec, so the command may still be running in the container."""
+        cannot end an exec, so the command may still be running in the container.
+        stdout is kept up to max_output bytes, stderr up to 64 KiB: the rest is read and
+        dropped."""
         argv = _argv(command)
         out, err = bytearray(), bytearray()
         try:
             async with asyncio.timeout(timeout):
-                code = await self._run(argv, working_directory, out, err)
+                code = await self._run(argv, working_directory, out, err,
+                                       max(0, int(max_output)))
         except TimeoutError:
             code = -1
         return ExecResult(out.decode("utf-8", "replace"), err.decode("utf-8", "replace"),
                           code)
 
-    async def _run(self, argv, working_directory, out, err) -> int:
+    async def _run(self, argv, working_directory, out, err, max_output) -> int:
         what = f"running {argv[0]} in the container '{self.container}'"
         eid = await self._exec_create(argv, what, stdin=False, cwd=working_directory)
         demux, syserr = _Demux(), bytearray()
-        sinks = {1: out, 2: err, 3: syserr}
+        sinks = {1: (out, max_output), 2: (err, EXEC_STDERR_KEEP), 3: (syserr, SYSERR_KEEP)}
         async with self._exchange("POST", f"/exec/{eid}/start", what, _START, _JSON,
                                   stream=True) as a:
             if a.status != 200:
@@ -548,7 +555,8 @@ class DockerSandbox:
             try:
                 while data := await a.next():
                     for stream, piece in demux.feed(data):
-                        sinks[stream] += piece
+                        sink, cap = sinks[stream]
+                        sink += piece[:max(0, cap - len(sink))]
             except _Garbled:
                 raise self._garbled(what, "stream is not framed as an exec's output") \
                     from None
@@ -593,8 +601,8 @@ class DockerSandbox:
             pause = min(pause * 2, INSPECT_MAX)
 
     async def exec_input(self, command: Union[str, Sequence[str]], data: bytes, *,
-                         working_directory: str = "/",
-                         timeout: Optional[float] = None) -> ExecResult:
+                         working_directory: str = "/", timeout: Optional[float] = None,
+                         max_output: int = EXEC_OUTPUT_MAX) -> ExecResult:
         """exec, with data written to the command's stdin, which is then closed: the exec is
         started with its stdin attached, as open_stream's is, and its output read to the
         end. stderr keeps its first 4 KiB. A command that exits without reading all of
@@ -612,7 +620,7 @@ class DockerSandbox:
                         pass  # it ended, or closed its stdin, before it read it all
                     stream.close_stdin()
                     while chunk := await stream.read(65536):
-                        out += chunk
+                        out += chunk[:max(0, max_output - len(out))]
                 finally:
                     await stream.close()
                 state = await self._exec_wait(eid, what)

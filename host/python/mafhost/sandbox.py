@@ -23,7 +23,11 @@ Optional, looked up by name:
         # exec with data written to the command's stdin, which is then closed (a
         # command that exits without reading it all is no error): the relay transport
         # then takes each answer on the relay's stdin, one exec a call
-The backends of this package (LocalSandbox, DockerSandbox) have all three.
+    max_output: a keyword of exec and exec_input, where the object takes it
+        # the most of the command's stdout to hold (the rest read and dropped): mafhost
+        # passes the bound of what it will take, so a flooding command cannot make the
+        # host hold more. An object without it holds what it holds; mafhost cuts it after.
+The backends of this package (LocalSandbox, DockerSandbox) have all four.
 
 How an answer crosses: on a stream, or on exec_input's stdin, or, over the surface alone,
 as a file write_file puts in the run directory before the relay's exec (two operations a
