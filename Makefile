@@ -73,7 +73,7 @@ PROBE_BIN := $(patsubst tests/probes/%.c,$(BUILD)/probes/%,$(PROBE_SRC))
 
 TP_STAMP := $(TP)/.stamp
 
-.PHONY: all deps setup test unit integration hostile docker python upstream asan fuzz \
+.PHONY: all deps setup test unit integration hostile hostile-guest docker python upstream asan fuzz \
 	bench-launch bench-calls bench-docker bench-transports bench-python bench-adopt demo \
 	demo-docker \
 	clean size probes install install-check shim-check
@@ -201,6 +201,13 @@ integration: all $(PROBE_BIN)
 hostile: all
 	MAF_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -p no:cacheprovider tests/hostile
 
+# A launcher turned hostile on every transport (tests/hostile-guest): each run comes back
+# within its deadline and the ending's budget, the host at most 64 MiB above its baseline,
+# with the record's verdict and no tool run on forged arguments; C and Python hosts, local
+# (as root) and in a container (skipped without an engine unless REQUIRE_DOCKER=1).
+hostile-guest: all
+	MAF_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -p no:cacheprovider tests/hostile-guest
+
 # The Docker backend against the engine (tests/docker): docker_ops drives it through
 # libmafhost's API, maf-host run drives whole runs. Skipped where no engine answers, unless
 # REQUIRE_DOCKER=1.
@@ -254,6 +261,7 @@ test: setup
 	$(MAKE) integration
 	$(MAKE) hostile
 	$(MAKE) images-test
+	$(MAKE) hostile-guest
 	$(MAKE) docker
 	$(MAKE) python
 	$(MAKE) upstream
@@ -269,7 +277,7 @@ ASAN_MAKE = BUILD=build/asan SAN="$(ASAN_FLAGS)" GUEST_CC="$(CC)" \
 	GUEST_LDFLAGS="$(ASAN_FLAGS)" GUEST_LIBS=-lseccomp
 asan: setup deps
 	$(MAKE) $(ASAN_MAKE) all unit
-	ASAN_OPTIONS=detect_leaks=0 $(MAKE) $(ASAN_MAKE) integration hostile docker python
+	ASAN_OPTIONS=detect_leaks=0 $(MAKE) $(ASAN_MAKE) integration hostile hostile-guest docker python
 
 PC_LIBDIR = $(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))
 PC_INCLUDEDIR = $(patsubst $(PREFIX)/%,$${prefix}/%,$(INCLUDEDIR))
