@@ -201,12 +201,20 @@ integration: all $(PROBE_BIN)
 hostile: all
 	MAF_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -p no:cacheprovider tests/hostile
 
-# A launcher turned hostile on every transport (tests/hostile-guest): each run comes back
-# within its deadline and the ending's budget, the host at most 64 MiB above its baseline,
-# with the record's verdict and no tool run on forged arguments; C and Python hosts, local
-# (as root) and in a container (skipped without an engine unless REQUIRE_DOCKER=1).
+# A launcher turned hostile on every transport (tests/hostile-guest): floods, commands that
+# never return, forged exit events and forged requests, under maf-host and mafhost, locally
+# (as root) and in a maf-launch/python-noshell container; each run comes back within its
+# deadline and the ending's budget, the host at most 64 MiB above its baseline, with the
+# record's verdict and no tool run on forged arguments. The image is built first when it is
+# missing and the build can make it (the static launcher); Docker cases are skipped where
+# no engine answers, unless REQUIRE_DOCKER=1.
 hostile-guest: all
-	MAF_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -p no:cacheprovider tests/hostile-guest
+	@if { [ "$(REQUIRE_DOCKER)" = 1 ] || $(DOCKER) info >/dev/null 2>&1; } && \
+		! $(DOCKER) image inspect $(IMAGE_PREFIX)/python-noshell >/dev/null 2>&1 && \
+		! readelf -l $(BUILD)/maf-launch | grep -q INTERP; then \
+		$(MAKE) --no-print-directory images; fi
+	MAF_BUILD=$(abspath $(BUILD)) MAF_IMAGE_PREFIX=$(IMAGE_PREFIX) $(PYTHON) -m pytest -q \
+		-p no:cacheprovider tests/hostile-guest
 
 # The Docker backend against the engine (tests/docker): docker_ops drives it through
 # libmafhost's API, maf-host run drives whole runs. Skipped where no engine answers, unless
@@ -260,8 +268,8 @@ test: setup
 	$(MAKE) fuzz-smoke
 	$(MAKE) integration
 	$(MAKE) hostile
-	$(MAKE) images-test
 	$(MAKE) hostile-guest
+	$(MAKE) images-test
 	$(MAKE) docker
 	$(MAKE) python
 	$(MAKE) upstream

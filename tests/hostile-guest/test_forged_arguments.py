@@ -1,0 +1,42 @@
+"""FORGED ARGUMENTS: serve, relay and wait emit request events of their own (the scenarios
+of hostile_launcher.FORGERIES): truncated JSON, invalid UTF-8 (a stray byte, an overlong
+form, an encoded surrogate), an escaped lone surrogate and an escaped NUL, JSON that is not
+an object, a body whose id is another call's, arguments that are not an object, a key twice
+(the arguments, a name inside them, the tool's name), a line that is not an event, a size
+that lies (larger, splicing two frames; smaller), an event for a call not asked for, a frame
+cut short, garbage between frames; and well-formed requests for a tool with arguments the
+program never sent. The guest may call tools (it is the guest): a well-formed request may
+reach the tool, with exactly its arguments and once. Nothing else ever does: no bytes
+spliced from two frames, no invalid UTF-8, no argument a duplicated key made ambiguous.
+
+The tool records what it is called with: for maf-host `--tool rec=COMMAND` appending its
+stdin to a log, for mafhost a function appending its arguments to a list. The program
+itself makes no call. The C Docker backend's relay takes no input (each answer is written
+first)."""
+import pytest
+
+import guest_lib as g
+import hostile_launcher
+
+COMMANDS = [("serve", "stream"), ("relay", "relay"), ("wait", "wait")]
+T = 20.0
+SPECS = [g.Spec(h, b, t, attack, c, "quick", T) for h, b in g.HOSTS
+         for attack in hostile_launcher.FORGERIES for c, t in COMMANDS]
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.id)
+def test_forged_requests(outcome):
+    res, base = outcome
+    good = hostile_launcher.good_args(res.spec.attack, res.spec.command)
+    p = (g.came_back(res) + g.time_bound(res) + g.memory_bound(res, base) + g.verdict(res) +
+         g.only_calls(res, good))
+    rep = res.report
+    if rep is not None and not rep.get("errors") and not rep.get("refusals"):
+        p.append("neither an error nor a refusal on the result of forged requests")
+    if res.spec.attack in ("forge-refuse", "forge-dupkeys") and not p:
+        # The well-formed ones come before anything that ends the run: each was served.
+        served = {g.decode_call(res, raw)[0].get("tag") for raw in res.tool_calls}
+        missing = sorted(set(good) - served)
+        if missing:
+            p.append(f"well-formed requests were not served: {missing}")
+    assert not p, g.problems_text(res, p)
