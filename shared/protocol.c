@@ -547,6 +547,39 @@ static void set_why(char *why, size_t size, const char *msg)
 	snprintf(why, size, "%s", msg);
 }
 
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+int mafp_json_has_duplicate_key(const cJSON *j)
+{
+	const cJSON *c;
+	size_t n = 0, i;
+	const char **names;
+	int dup = 0;
+
+	if (!j)
+		return 0;
+	for (c = j->child; c; c = c->next) {
+		if (mafp_json_has_duplicate_key(c) != 0)
+			return 1;
+		n++;
+	}
+	if (!cJSON_IsObject(j) || n < 2)
+		return 0;
+	names = malloc(n * sizeof(*names));
+	if (!names)
+		return -1;
+	for (i = 0, c = j->child; c; c = c->next)
+		names[i++] = c->string ? c->string : "";
+	qsort(names, n, sizeof(*names), name_cmp);
+	for (i = 1; i < n && !dup; i++)
+		dup = strcmp(names[i - 1], names[i]) == 0;
+	free(names);
+	return dup;
+}
+
 int mafp_request_decode(const char *buf, size_t len, size_t max_len, long expect_id,
 			struct mafp_request *req, char *why, size_t why_size)
 {
@@ -570,6 +603,12 @@ int mafp_request_decode(const char *buf, size_t len, size_t max_len, long expect
 		set_why(why, why_size, "the request is not a JSON object");
 		cJSON_Delete(o);
 		return -1;
+	}
+	/* A parser that takes the last of two same keys (Python's) would give a tool other
+	 * arguments than the ones checked here, which take the first. */
+	if (mafp_json_has_duplicate_key(o) != 0) {
+		set_why(why, why_size, "the request has a key twice in one object");
+		goto bad;
 	}
 	id = cJSON_GetObjectItemCaseSensitive(o, "id");
 	if (!cJSON_IsString(id) ||

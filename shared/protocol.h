@@ -139,6 +139,8 @@ int mafp_status_from_name(const char *name, enum mafp_status *out);
  * the whole buffer one value (trailing white space allowed). Returns a tree the caller
  * frees with cJSON_Delete, or NULL. */
 cJSON *mafp_json_parse(const char *buf, size_t len, size_t max_len);
+/* 1 if an object in j (at any depth) holds a key twice, 0 if none does, -1 out of memory. */
+int mafp_json_has_duplicate_key(const cJSON *j);
 
 /* Encodes rec as one line of JSON without a newline. Returns a string the caller frees with
  * free(), or NULL on allocation failure. */

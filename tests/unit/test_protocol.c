@@ -1030,6 +1030,13 @@ static void test_request_decode_abandoned(void **state)
 		    "not valid UTF-8");
 	request_bad("{\"id\": \"0003\", \"name\": \"t\", \"arguments\": {\"s\": \"\xc0\xaf\"}}", 3,
 		    "not valid UTF-8");
+	/* A key twice, at any depth: a tool's parser may take the other one. */
+	request_bad("{\"id\": \"0003\", \"name\": \"t\", \"arguments\": {\"a\": 1, \"a\": 2}}",
+		    3, "a key twice");
+	request_bad("{\"id\": \"0003\", \"name\": \"t\", \"arguments\": {}, \"arguments\": {}}",
+		    3, "a key twice");
+	request_bad("{\"id\": \"0003\", \"name\": \"t\", \"arguments\": {\"l\": [{\"b\": 1, "
+		    "\"c\": 2, \"b\": 3}]}}", 3, "a key twice");
 }
 
 static void test_request_decode_id(void **state)
