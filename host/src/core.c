@@ -189,14 +189,15 @@ static enum mafh__state ending_next(const struct mafh_run *run)
 	return ST_DONE;
 }
 
-static void take_record(struct mafh_run *run, const char *buf, size_t len)
+/* Takes an exit record. Returns 0, or -1 (nothing taken) when buf is not one. */
+static int take_record(struct mafh_run *run, const char *buf, size_t len)
 {
 	struct mafp_exit_record rec;
 	struct mafh_exit_record *r = &run->result.record;
 	const char *why;
 
 	if (mafp_exit_record_decode(buf, len, &rec, &why) != 0)
-		return;
+		return -1;
 	r->have_record = 1;
 	snprintf(r->status, sizeof(r->status), "%s", mafp_status_name(rec.status));
 	r->exit_code = rec.exit_code;
@@ -228,6 +229,7 @@ static void take_record(struct mafh_run *run, const char *buf, size_t len)
 		a->id = 0;
 		emit(run, &ev);
 	}
+	return 0;
 }
 
 /* The status of a run that ended by itself, from the marker and the record. */
@@ -1244,12 +1246,16 @@ static void take_stop(struct mafh_run *run, const struct mafh_op_result *res)
 		}
 		return;
 	}
-	if (ending_exec_failed(run, res, "stop") || !n)
+	if (ending_exec_failed(run, res, "stop"))
 		return;
-	/* stop prints the exit record when there is one. */
+	/* stop prints the exit record when there is one, and nothing else. */
 	while (n && (res->exec.out[n - 1] == '\n' || res->exec.out[n - 1] == '\r'))
 		n--;
-	take_record(run, res->exec.out, n);
+	if (!n)
+		run->stop_silent = 1;
+	else if (take_record(run, res->exec.out, n) != 0)
+		note(run, MAFH_EPROTO, "maf-launch stop printed what is not an exit record "
+		     "(%zu bytes): the record is read from its file", n);
 }
 
 static int emit_record(struct mafh_run *run, struct mafh_op *op)
@@ -1261,8 +1267,14 @@ static void take_record_read(struct mafh_run *run, const struct mafh_op_result *
 {
 	run->state = ST_ENDING;
 	run->record_looked = 1;
-	if (!res->error && res->read.status == MAFH_READ_OK)
-		take_record(run, res->read.data ? res->read.data : "", res->read.len);
+	if (!res->error && res->read.status == MAFH_READ_OK) {
+		/* stop prints the record whenever there is one: a stop that said nothing
+		 * while the supervisor left one is not the launcher's. */
+		if (run->stop_silent)
+			note(run, MAFH_EPROTO, "maf-launch stop printed no exit record, yet the "
+			     "supervisor left one: the record is taken from the file");
+		(void)take_record(run, res->read.data ? res->read.data : "", res->read.len);
+	}
 }
 
 static int emit_reclaim(struct mafh_run *run, struct mafh_op *op)

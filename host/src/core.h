@@ -315,6 +315,7 @@ struct mafh_run {
 	/* Ending. */
 	int launched;
 	int ending;                     /* the end has begun (status chosen or to be settled) */
+	int stop_silent;                /* stop exited 0 and printed nothing */
 	int cut;                        /* cut short: the output is read before the stop */
 	int output_read, stop_done, record_looked, reclaimed;
 	atomic_int stop_requested;

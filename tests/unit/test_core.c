@@ -873,6 +873,44 @@ static void test_ending_budget(void **state)
 	teardown_run(&f);
 }
 
+/* A stop that exits 0 but prints nothing, or what is not a record, while the supervisor
+ * left one: not the launcher's stop. The record is taken from its file, and the
+ * disagreement is an error on the result. */
+static void test_stop_not_the_launchers(void **state)
+{
+	static const char *const outs[] = {"", "still writing .....\nstill wri"};
+	struct fixture f;
+	struct mafh_op op;
+	const struct mafh_run_result *r;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(outs) / sizeof(outs[0]); i++) {
+		setup_run(&f, NULL, MAFH_TRANSPORT_FILES, 60000);
+		start(&f);
+		exit_with(&f, 1, "0");
+		op = next(&f);
+		assert_string_equal(op.argv[1], "stop");
+		give_exec(&f, 0, outs[i], "");
+		op = next(&f);
+		expect_path(&op, MAFH_OP_READ, R "/host_tools/program_exit.json");
+		give_read(&f, MAFH_READ_OK, RECORD_7);
+		op = next(&f);
+		expect_path(&op, MAFH_OP_READ, R "/host_tools/program_output.txt");
+		give_read(&f, MAFH_READ_OK, "");
+		op = next(&f);
+		assert_string_equal(op.argv[1], "reclaim");
+		give_exec(&f, 0, "", "");
+		assert_int_equal(next(&f).kind, MAFH_OP_DONE);
+		r = mafh_run_result(f.run);
+		assert_int_equal(r->exit_code, 7);
+		assert_false(r->verified);
+		assert_int_equal(r->error.code, MAFH_EPROTO);
+		assert_non_null(strstr(r->errors, i ? "printed what is not an exit record"
+					       : "printed no exit record"));
+		teardown_run(&f);
+	}
+}
+
 static void test_stop_and_busy(void **state)
 {
 	struct fixture f;
@@ -2258,6 +2296,7 @@ int main(void)
 		cmocka_unit_test(test_budget_spent),
 		cmocka_unit_test(test_oversized_response),
 		cmocka_unit_test(test_deadline),
+		cmocka_unit_test(test_stop_not_the_launchers),
 		cmocka_unit_test(test_stop_and_busy),
 		cmocka_unit_test(test_ending_budget),
 		cmocka_unit_test(test_launch_failed),
