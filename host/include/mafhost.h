@@ -864,9 +864,13 @@ struct mafh_op_result {
 	 * the command's stdout has ended (the stream is then broken: error may say why). */
 	const char *stream_data;
 	size_t stream_len;
-	int stream_ended;	/* CALL with MAFH_CALL_RAW: what to do (RESPOND: value[0..value_len) is the response
+	int stream_ended;
+	/* CALL with MAFH_CALL_RAW: what to do (RESPOND: value[0..value_len) is the response
 	 * file's bytes, or a refusal sentence to send as {"refusal": S}, or error). */
 	enum mafh_raw_answer raw_answer;
+	/* WAIT_UNTIL with a wait_dir, performed by a backend (mafh_task_*): 1 when it ended
+	 * early because one of the names may have appeared, 0 when until_ms came. */
+	int woke;
 };
 /* Zeroes *res, sets its size and kind. */
 MAFH_API void mafh_op_result_init(struct mafh_op_result *res, enum mafh_op_kind kind);
@@ -888,6 +892,80 @@ MAFH_API int mafh_run_op_result(struct mafh_run *run, int64_t now_ms,
  * MAFH_EINVAL when op is not the run's outstanding CALL. */
 MAFH_API int mafh_run_call_tool(struct mafh_run *run, const struct mafh_op *op,
 				struct mafh_op_result *res);
+
+/* ---- driving from an event loop --------------------------------------------------------- */
+
+/* The library's own backends (local, Docker, and the latency wrapper over them) perform
+ * every op without blocking: an op is started, then taken further each time a descriptor it
+ * waits on is ready, or its time comes. A caller with an event loop (asyncio, libuv, epoll)
+ * watches what the library names, as with libcurl's multi interface or nghttp2's
+ * want_read/want_write, and so supervises any number of runs from one thread. A backend made
+ * with mafh_backend_new from a table of blocking functions performs each op when it is
+ * started, blocking the caller as long as the function does (a WAIT_UNTIL it is handed
+ * excepted: its time is the caller's to wait, or its wait_change slices of 50 ms). */
+
+/* A descriptor to watch, as poll(2) takes it: events is POLLIN, POLLOUT or both. */
+struct mafh_pollfd {
+	int fd;
+	short events;
+};
+
+/* The most descriptors one run or task waits on at once. */
+#define MAFH_WANT_FDS 8
+
+/* What a run or task that goes on waits for: to be called again as soon as one of fds is
+ * ready as asked (readable, writable, or at its end or in error), and at until_ms at the
+ * latest (INT64_MAX: no time of its own). The descriptors are the library's, lent until the
+ * next call: watch them, never read, write or close them. The set may change from one call
+ * to the next; being called early is harmless. */
+struct mafh_want {
+	int nfds;
+	struct mafh_pollfd fds[MAFH_WANT_FDS];
+	int64_t until_ms;
+};
+
+/* What mafh_run_advance has come to. */
+enum mafh_progress {
+	MAFH_PROGRESS_DONE,  /* the run is over: see mafh_run_result */
+	MAFH_PROGRESS_WAIT,  /* an op is under way: *want says what it waits on */
+	/* a tool is to be run: *call is the outstanding CALL op. Run it (mafh_run_call_tool,
+	 * or the caller's own way), give its result (mafh_run_op_result), then advance again;
+	 * the call may take as long as it needs, on any thread, while other runs advance. */
+	MAFH_PROGRESS_CALL,
+};
+
+/* Takes a run made by mafh_run_new as far as it can go now without blocking over its
+ * backend (borrowed by the run): every op that can be performed is, and the one under way
+ * is looked at. Returns an enum mafh_progress (>= 0), or a negative code when driving
+ * itself failed (MAFH_EINVAL for a sans-I/O run, MAFH_EBUSY while a CALL it handed out has
+ * no result yet). A run asked to stop (mafh_run_stop) leaves a wait or a stream read under
+ * way at once. The blocking driver below is this function and poll(2). */
+MAFH_API int mafh_run_advance(struct mafh_run *run, int64_t now_ms, struct mafh_want *want,
+			      const struct mafh_op **call, struct mafh_error *err);
+
+/* One op over a backend, outside any run: how a binding offers a backend's operations
+ * (exec, the files, a stream) to its own event loop. */
+struct mafh_task;
+
+/* Starts op (any kind but CALL and DONE) over b without blocking. op and what it points to
+ * are borrowed until the task is freed. state is the caller's slot for what the backend
+ * keeps from one op to the next (a stream from its STREAM_OPEN to its STREAM_CLOSE, the
+ * watches of a wait): NULL at first, one slot per stream or per waiting run, freed with
+ * mafh_backend_state_free; a slot serves one task at a time. The caller frees *out with
+ * mafh_task_free. MAFH_EINVAL for a bad op, MAFH_ENOTSUP when b lacks the capability. */
+MAFH_API int mafh_task_new(struct mafh_backend *b, void **state, const struct mafh_op *op,
+			   int64_t now_ms, struct mafh_task **out, struct mafh_error *err);
+/* Takes the task further without blocking. 1 while it goes on (*want filled), 0 once it is
+ * over: *res is its result (a failure of the op is res->error), borrowed from the task until
+ * mafh_task_free. now_ms is on the clock of mafh_task_new. */
+MAFH_API int mafh_task_advance(struct mafh_task *t, int64_t now_ms, struct mafh_want *want,
+			       const struct mafh_op_result **res);
+/* Frees t; an op still under way is abandoned (a command killed, a transfer dropped, a
+ * wait left). Freeing NULL is a no-op. */
+MAFH_API void mafh_task_free(struct mafh_task *t);
+/* Frees what a slot of mafh_task_new holds (a stream still open is closed: its command
+ * given a moment to end, then killed). NULL is a no-op. */
+MAFH_API void mafh_backend_state_free(struct mafh_backend *b, void *state);
 
 /* ---- the blocking driver ----------------------------------------------------------------- */
 

@@ -1542,6 +1542,7 @@ int mafh_run_op_result(struct mafh_run *run, int64_t now_ms, const struct mafh_o
 	if (!run || !res || !run->pending || res->kind != states[run->state].kind)
 		return MAFH_EINVAL;
 	run->pending = 0;
+	run->drv_call_out = 0;
 	run->now = now_ms;
 	run->result.wall_ms = now_ms - run->t_start;
 	if (res->kind == MAFH_OP_READ || res->kind == MAFH_OP_WRITE || res->kind == MAFH_OP_STAT)

@@ -264,7 +264,15 @@ struct mafh_run {
 	size_t sframe_len;
 	char *sbuf;                     /* bytes read and not taken yet, owned */
 	size_t slen, scap;
-	void *drv_stream;               /* the blocking driver's stream handle */
+	/* The driver (driver.c): the op under way as a task over drv_backend, the backend's
+	 * state between ops (the stream, watches), a CALL handed out without its result yet,
+	 * and whether a stop was seen while an op was under way. */
+	struct mafh_backend *drv_backend;
+	struct mafh_task *drv_task;
+	void *drv_state;
+	enum mafh_op_kind drv_kind;
+	int drv_call_out;
+	int drv_stop_seen;
 	int64_t op_started_ms;
 
 	/* Time. */

@@ -387,8 +387,8 @@ void mafh_run_free(struct mafh_run *run)
 	for (i = 0; run->writable && run->writable[i]; i++)
 		free(run->writable[i]);
 	free(run->writable);
-	if (run->drv_stream && run->backend)
-		mafh_backend_stream_close(run->backend, run->drv_stream);
+	mafh_task_free(run->drv_task);
+	mafh_backend_state_free(run->drv_backend, run->drv_state);
 	free(run->wbuf);
 	free(run->sframe);
 	free(run->sbuf);
@@ -409,11 +409,6 @@ const struct mafh_run_result *mafh_run_result(const struct mafh_run *run)
 struct mafh_backend *mafh__run_backend(const struct mafh_run *run)
 {
 	return run->backend;
-}
-
-void **mafh__run_stream_slot(struct mafh_run *run)
-{
-	return &run->drv_stream;
 }
 
 int mafh__run_stop_requested(const struct mafh_run *run)
