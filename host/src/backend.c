@@ -264,7 +264,9 @@ int mafh_backend_wait_change(struct mafh_backend *b, const char *dir, const char
 				       "and names");
 	if (b->nb) {
 		/* The watches are kept from one call to the next: a caller that waits on the
-		 * same directory again pays for none. */
+		 * same directory again pays for none. A caller that finds them lent to another
+		 * thread's wait makes its own rather than wait behind it for as long as that
+		 * wait lasts. */
 		struct mafh_op op = nb_op(MAFH_OP_WAIT_UNTIL);
 		struct mafh_op_result r;
 		int rc;
@@ -272,9 +274,12 @@ int mafh_backend_wait_change(struct mafh_backend *b, const char *dir, const char
 		op.until_ms = mafh__now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
 		op.wait_dir = dir;
 		op.wait_names = names;
-		pthread_mutex_lock(&b->shared_lock);
-		rc = nb_do(b, &b->shared_state, &op, &r, err);
-		pthread_mutex_unlock(&b->shared_lock);
+		if (pthread_mutex_trylock(&b->shared_lock) == 0) {
+			rc = nb_do(b, &b->shared_state, &op, &r, err);
+			pthread_mutex_unlock(&b->shared_lock);
+		} else {
+			rc = nb_once(b, &op, &r, err);
+		}
 		return rc < 0 ? rc : r.woke;
 	}
 	return b->ops.wait_change(b->ops.ctx, dir, names, timeout_ms, err);

@@ -38,6 +38,9 @@ static int op_check(const struct mafh_backend *b, void **state, const struct maf
 		need = op->data || op->len ? MAFH_CAP_EXEC_STDIN : MAFH_CAP_EXEC;
 		if (!op->argv || !op->argv[0])
 			return mafh__error_set(err, MAFH_EINVAL, "exec needs a non-empty argv");
+		if (!op->data && op->len)
+			return mafh__error_set(err, MAFH_EINVAL, "an exec input of %zu bytes at NULL",
+					       op->len);
 		break;
 	case MAFH_OP_READ:
 	case MAFH_OP_STAT:
@@ -61,6 +64,9 @@ static int op_check(const struct mafh_backend *b, void **state, const struct maf
 		need = MAFH_CAP_STREAM;
 		if (!*state)
 			return mafh__error_set(err, MAFH_EINVAL, "no stream is open in this slot");
+		if (op->kind == MAFH_OP_STREAM_WRITE && !op->data && op->len)
+			return mafh__error_set(err, MAFH_EINVAL, "a write of %zu bytes at NULL",
+					       op->len);
 		if (op->kind == MAFH_OP_STREAM_READ && (op->cap == 0 || op->cap > (1u << 20)))
 			return mafh__error_set(err, MAFH_EINVAL, "a stream read takes 1 byte to "
 					       "1 MiB, not %zu", op->cap);
