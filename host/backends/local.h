@@ -1,12 +1,13 @@
 /* What the local backend's files share (mafh__local_ names). Not installed.
- *   local.c        the context, the backend table, creation and destruction
+ *   local.c        the context, the nb table (internal.h) that hands each op to its file,
+ *                  the state of a slot, creation and destruction
  *   local_files.c  write_file, read_file, stat, and the path walk they and the waits use
- *   local_wait.c   wait_change: the inotify watches, kept between waits
- *   local_exec.c   exec and exec_input
- *   local_stream.c stream_open, stream_write, stream_read, stream_close
- * The ops.* functions below take err and return what their entries in struct
- * mafh_backend_ops do (mafhost.h): 0, or the negative errno of the system call that failed
- * (MAFH_EINVAL for a bad argument). */
+ *   local_wait.c   WAIT_UNTIL: the inotify watches, kept in the slot between waits
+ *   local_exec.c   EXEC (with or without an input)
+ *   local_stream.c STREAM_OPEN, _WRITE, _READ, _CLOSE
+ * No op blocks: each is done when it starts (the files, a stream's opening) or is a task
+ * that says which descriptors and time it waits on. The functions that take err return 0,
+ * or the negative errno of the system call that failed (MAFH_EINVAL for a bad argument). */
 #ifndef MAFHOST_LOCAL_H
 #define MAFHOST_LOCAL_H
 
@@ -27,44 +28,85 @@
 int mafh__local_open_parent(const char *path, int create, char *copy, size_t copy_size,
 			    const char **base);
 
-/* ops.write_file. pid names this process in temporary names; donor is the table's
- * replaces: written over and renamed to path when it is still the regular file with one
- * link in path's directory, left alone otherwise. */
+/* WRITE. pid names this process in temporary names; donor is the op's replaces: written
+ * over and renamed to path when it is still the regular file with one link in path's
+ * directory, left alone otherwise. */
 int mafh__local_write_file(long pid, const char *path, const void *data, size_t len,
 			   const char *donor, struct mafh_error *err);
-/* ops.read_file; res->data is malloc'd, the caller's. */
+/* READ; res->data is malloc'd, the caller's. */
 int mafh__local_read_file(const char *path, size_t cap, struct mafh_read_result *res,
 			  struct mafh_error *err);
-/* ops.stat. */
+/* STAT. */
 int mafh__local_stat(const char *path, struct mafh_stat *out, struct mafh_error *err);
 
-/* ops.exec (in NULL: stdin is /dev/null) and ops.exec_input (in[0..in_len) on stdin);
- * res->out and res->err are malloc'd, the caller's. */
-int mafh__local_exec(const char *const *argv, const void *in, size_t in_len,
-		     int64_t timeout_ms, size_t out_cap, struct mafh_exec_result *res,
-		     struct mafh_error *err);
+/* A task of the local backend. Each kind's struct begins with this, so that local.c hands
+ * want, step and free to the file that made it: the op's kind says which. */
+struct mafh__local_task {
+	enum mafh_op_kind kind;
+};
 
-/* The watches one backend keeps between waits, and the lock that lends them to one waiter
- * at a time. 0 and *out (freed with mafh__local_wait_free), or MAFH_ENOMEM. */
+/* What a slot (mafh_task_new's state) holds: the stream open in it, and the watches of the
+ * last directory waited on from it. Made at the first op that needs it, freed by
+ * mafh__local_state_free. */
+struct mafh__local_stream;
 struct mafh__local_wait;
-int mafh__local_wait_new(struct mafh__local_wait **out);
-/* Freeing NULL is a no-op. */
-void mafh__local_wait_free(struct mafh__local_wait *w);
-/* ops.wait_change over w (borrowed); safe from several threads at once. */
-int mafh__local_wait_change(struct mafh__local_wait *w, const char *dir,
-			    const char *const *names, int64_t timeout_ms, struct mafh_error *err);
+struct mafh__local_state {
+	struct mafh__local_stream *stream;  /* NULL: none open */
+	struct mafh__local_wait *wait;      /* NULL: no wait yet */
+};
+
+/* The ops of each file, as in struct mafh__nb_ops: start returns 0 when the op is over
+ * (res filled), 1 when it goes on in *task; want returns the count of descriptors in fds
+ * (at most MAFH_WANT_FDS) and sets *until; step returns 1 while the task goes on, 0 once
+ * it is over (res filled); free may be called on a task under way (the op is abandoned). */
+
+/* EXEC: op->data non-NULL is the command's stdin (data[0..len), then its end), NULL is
+ * /dev/null. res->exec.out and .err are malloc'd, the caller's. */
+int mafh__local_exec_start(const struct mafh_op *op, int64_t now, struct mafh__local_task **task,
+			   struct mafh_op_result *res);
+int mafh__local_exec_want(struct mafh__local_task *task, struct mafh_pollfd *fds,
+			  int64_t *until);
+int mafh__local_exec_step(struct mafh__local_task *task, int64_t now,
+			  struct mafh_op_result *res);
+void mafh__local_exec_free(struct mafh__local_task *task);
+
+/* WAIT_UNTIL: with op->wait_dir, over the watches in st (made there when missing); without,
+ * a timer. res->woke as in struct mafh_op_result. */
+int mafh__local_wait_start(struct mafh__local_state *st, const struct mafh_op *op, int64_t now,
+			   struct mafh__local_task **task, struct mafh_op_result *res);
+int mafh__local_wait_want(struct mafh__local_task *task, struct mafh_pollfd *fds,
+			  int64_t *until);
+int mafh__local_wait_step(struct mafh__local_task *task, int64_t now,
+			  struct mafh_op_result *res);
+void mafh__local_wait_free(struct mafh__local_task *task);
+/* Frees the watches of a slot; NULL is a no-op. */
+void mafh__local_watches_free(struct mafh__local_wait *w);
+
+/* STREAM_*: the stream is st->stream. OPEN replaces one still open there (killed at once);
+ * WRITE and READ need one; CLOSE takes it out of st and never fails. res->stream_data
+ * points into the stream, valid until the next op on st. */
+int mafh__local_stream_start(struct mafh__local_state *st, const struct mafh_op *op,
+			     int64_t now, struct mafh__local_task **task,
+			     struct mafh_op_result *res);
+int mafh__local_stream_want(struct mafh__local_task *task, struct mafh_pollfd *fds,
+			    int64_t *until);
+int mafh__local_stream_step(struct mafh__local_task *task, int64_t now,
+			    struct mafh_op_result *res);
+void mafh__local_stream_task_free(struct mafh__local_task *task);
+/* Closes a stream as CLOSE does, blocking up to a second for its command to end, and frees
+ * it; NULL is a no-op. For teardown only (mafh__local_state_free). */
+void mafh__local_stream_free(struct mafh__local_stream *s);
 
 /* In a child just forked: argv exec'd with in_fd (or /dev/null when < 0), out_fd and err_fd
  * as its stdio, nothing else of ours open, the signal mask empty, in a process group of its
  * own. Never returns (exit 125, 126 or 127 when the exec fails). */
 void mafh__local_child(const char *const *argv, int in_fd, int out_fd, int err_fd)
 	__attribute__((noreturn));
-/* ops.stream_*: the stream is a struct of local_stream.c's. */
-int mafh__local_stream_open(const char *const *argv, void **stream, struct mafh_error *err);
-int mafh__local_stream_write(void *stream, const void *data, size_t len, int64_t timeout_ms,
-			     struct mafh_error *err);
-int mafh__local_stream_read(void *stream, void *buf, size_t cap, int64_t timeout_ms,
-			    struct mafh_error *err);
-void mafh__local_stream_close(void *stream);
+/* A pidfd of child pid (O_CLOEXEC), or -1 where the kernel has none (before 5.3, or a
+ * seccomp policy that denies it): the caller then looks with waitpid(WNOHANG) on a timer. */
+int mafh__local_pidfd(int pid);
+/* Ends child pid and everything in its process group with SIGKILL and reaps it (after
+ * SIGKILL, waitpid returns at once). */
+void mafh__local_kill(int pid);
 
 #endif

@@ -2,7 +2,9 @@
  * child in its own process group so that a timeout kills whatever it started. exec_input's
  * bytes are the child's stdin as a memfd, read from its start: a pipe would have to be fed
  * while stdout is drained, and a command that exits without reading it (a launcher that
- * refuses its arguments) would raise SIGPIPE in the host. */
+ * refuses its arguments) would raise SIGPIPE in the host.
+ * The exec is a task: it waits on the two pipes and a pidfd of the child (the child's exit
+ * is what ends it, not the pipes' end), until the exec's deadline. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -17,29 +19,60 @@
 #include "internal.h"
 #include "local.h"
 
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434  /* the same number on every architecture */
+#endif
+
 /* The stderr an exec keeps (stdout's cap is the caller's); the rest is read and dropped. */
 #define ERR_CAP (64u << 10)
+/* Without a pidfd, how often the child is looked at with waitpid(WNOHANG). */
+#define LOOK_MS 50
+/* Reads of 16 KiB a pipe gets in one step (a flood cannot keep the caller in it), and once
+ * the child has exited (what is already in the pipes, bounded). */
+#define STEP_READS 16
+#define FINAL_READS 64
 
 struct sink {
 	char *buf;
 	size_t len, size, cap;
-	int fd;
+	int fd;                        /* -1 once at its end */
 };
 
-/* Keeps at most cap bytes; the rest is drained and dropped so the child never blocks.
- * Returns 1 after data, 2 when nothing is ready now, 0 at end of file, -1 on error. */
-static int sink_read(struct sink *s)
+struct exec_task {
+	struct mafh__local_task head;
+	const char *name;              /* argv[0], borrowed from the op */
+	pid_t pid;                     /* -1 once reaped */
+	int pidfd;                     /* -1: none, waitpid on a timer */
+	struct sink so, se;
+	int64_t deadline;              /* INT64_MAX: no timeout */
+	int64_t next_look;             /* without a pidfd: the next waitpid */
+};
+
+/* Takes what fd holds now, at most reads reads, keeping up to cap bytes; the rest is
+ * dropped so the child never blocks. The fd is closed at its end (or on a read error).
+ * 0, or -1 with errno ENOMEM. */
+static int sink_drain(struct sink *s, int reads)
 {
 	char tmp[16384];
-	ssize_t n = read(s->fd, tmp, sizeof(tmp));
 
-	if (n < 0)
-		return (errno == EINTR || errno == EAGAIN) ? 2 : -1;
-	if (n == 0)
-		return 0;
-	if (mafh__append(&s->buf, &s->len, &s->size, s->cap, tmp, (size_t)n) < 0)
-		return -1;
-	return 1;
+	while (s->fd >= 0 && reads-- > 0) {
+		ssize_t n = read(s->fd, tmp, sizeof(tmp));
+
+		if (n < 0 && errno == EINTR) {
+			reads++;
+			continue;
+		}
+		if (n < 0 && errno == EAGAIN)
+			return 0;
+		if (n <= 0) {
+			close(s->fd);
+			s->fd = -1;
+			return 0;
+		}
+		if (mafh__append(&s->buf, &s->len, &s->size, s->cap, tmp, (size_t)n) < 0)
+			return -1;
+	}
+	return 0;
 }
 
 void mafh__local_child(const char *const *argv, int in_fd, int out_fd, int err_fd)
@@ -62,6 +95,22 @@ void mafh__local_child(const char *const *argv, int in_fd, int out_fd, int err_f
 	if (write(2, argv[0], strlen(argv[0])) < 0 || write(2, msg, strlen(msg)) < 0)
 		_exit(errno == ENOENT ? 127 : 126);
 	_exit(errno == ENOENT ? 127 : 126);
+}
+
+int mafh__local_pidfd(int pid)
+{
+	/* Always close-on-exec; PIDFD_NONBLOCK is not needed, it is only polled. */
+	return (int)syscall(SYS_pidfd_open, pid, 0u);
+}
+
+void mafh__local_kill(int pid)
+{
+	if (pid <= 0)
+		return;
+	kill(-pid, SIGKILL);
+	kill(pid, SIGKILL);
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
 }
 
 /* A memfd holding in[0..len), its offset at the start; -1 with errno set. */
@@ -95,131 +144,164 @@ static int input_fd(const void *in, size_t len)
 	return fd;
 }
 
-int mafh__local_exec(const char *const *argv, const void *in, size_t in_len,
-		     int64_t timeout_ms, size_t out_cap, struct mafh_exec_result *res,
-		     struct mafh_error *err)
+static void task_release(struct exec_task *t)
 {
-	int opipe[2] = {-1, -1}, epipe[2] = {-1, -1}, in_fd = -1;
-	struct sink so = {0}, se = {0};
-	int64_t deadline = timeout_ms > 0 ? mafh__now_ms() + timeout_ms : 0;
-	int status = 0, reaped = 0, killed = 0, e;
-	pid_t pid;
+	mafh__local_kill(t->pid);
+	if (t->pidfd >= 0)
+		close(t->pidfd);
+	if (t->so.fd >= 0)
+		close(t->so.fd);
+	if (t->se.fd >= 0)
+		close(t->se.fd);
+	free(t->so.buf);
+	free(t->se.buf);
+	free(t);
+}
 
-	memset(res, 0, sizeof(*res));
-	if (in && (in_fd = input_fd(in, in_len)) < 0) {
-		e = errno;
-		return mafh__error_set(err, -e, "cannot hold the input of %s: %s", argv[0],
-				       strerror(e));
+/* now + ms, INT64_MAX past it. */
+static int64_t later(int64_t now, int64_t ms)
+{
+	return ms > INT64_MAX - now ? INT64_MAX : now + ms;
+}
+
+int mafh__local_exec_start(const struct mafh_op *op, int64_t now, struct mafh__local_task **task,
+			   struct mafh_op_result *res)
+{
+	const char *const *argv = op->argv;
+	int opipe[2] = {-1, -1}, epipe[2] = {-1, -1}, in_fd = -1, e;
+	struct exec_task *t;
+
+	*task = NULL;
+	t = calloc(1, sizeof(*t));
+	if (!t) {
+		res->error = mafh__error_set(&res->detail, MAFH_ENOMEM, "out of memory");
+		return 0;
 	}
-	if (pipe2(opipe, O_CLOEXEC) < 0 || pipe2(epipe, O_CLOEXEC) < 0) {
+	t->head.kind = MAFH_OP_EXEC;
+	t->name = argv[0];
+	t->pid = -1;
+	t->pidfd = -1;
+	t->so = (struct sink){.fd = -1, .cap = op->out_cap};
+	t->se = (struct sink){.fd = -1, .cap = ERR_CAP};
+	t->deadline = op->timeout_ms > 0 ? later(now, op->timeout_ms) : INT64_MAX;
+	if (op->data && (in_fd = input_fd(op->data, op->len)) < 0) {
 		e = errno;
-		goto fail_errno;
+		free(t);
+		res->error = mafh__error_set(&res->detail, -e, "cannot hold the input of %s: %s",
+					     argv[0], strerror(e));
+		return 0;
 	}
-	pid = fork();
-	if (pid < 0) {
-		e = errno;
-		goto fail_errno;
-	}
-	if (pid == 0)
+	if (pipe2(opipe, O_CLOEXEC) < 0 || pipe2(epipe, O_CLOEXEC) < 0)
+		goto fail;
+	t->pid = fork();
+	if (t->pid < 0)
+		goto fail;
+	if (t->pid == 0)
 		mafh__local_child(argv, in_fd, opipe[1], epipe[1]);
-	setpgid(pid, pid);	/* both sides, so a timeout's kill(-pid) never races it */
+	setpgid(t->pid, t->pid);	/* both sides, so a timeout's kill(-pid) never races it */
 	close(opipe[1]);
 	close(epipe[1]);
-	opipe[1] = epipe[1] = -1;
-	if (in_fd >= 0) {
-		close(in_fd);
-		in_fd = -1;
-	}
-	fcntl(opipe[0], F_SETFL, O_NONBLOCK);
-	fcntl(epipe[0], F_SETFL, O_NONBLOCK);
-	so.fd = opipe[0];
-	so.cap = out_cap;
-	se.fd = epipe[0];
-	se.cap = ERR_CAP;
-
-	while (so.fd >= 0 || se.fd >= 0) {
-		struct pollfd pf[2];
-		int nf = 0, slice = 50, r;
-
-		if (deadline) {
-			int64_t left = deadline - mafh__now_ms();
-
-			if (left <= 0) {
-				kill(-pid, SIGKILL);
-				kill(pid, SIGKILL);
-				killed = 1;
-				break;
-			}
-			if (left < slice)
-				slice = (int)left;
-		}
-		if (so.fd >= 0)
-			pf[nf++] = (struct pollfd){.fd = so.fd, .events = POLLIN};
-		if (se.fd >= 0)
-			pf[nf++] = (struct pollfd){.fd = se.fd, .events = POLLIN};
-		r = poll(pf, (nfds_t)nf, slice);
-		if (r < 0 && errno != EINTR) {
-			e = errno;
-			kill(pid, SIGKILL);
-			waitpid(pid, NULL, 0);
-			goto fail_errno;
-		}
-		for (int i = 0, any = r; i < nf && any > 0; i++) {
-			struct sink *s = pf[i].fd == so.fd ? &so : &se;
-
-			if (!(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
-				continue;
-			r = sink_read(s);
-			if (r <= 0) {
-				if (r < 0 && errno == ENOMEM) {
-					kill(pid, SIGKILL);
-					waitpid(pid, NULL, 0);
-					e = ENOMEM;
-					goto fail_errno;
-				}
-				close(s->fd);
-				s->fd = -1;
-			}
-		}
-		/* A grandchild (the launcher's detached supervisor must not, but a careless
-		 * command may) can hold the pipes open after the child is gone: once the child
-		 * has exited, take what is already in the pipes and stop. */
-		if (!reaped && waitpid(pid, &status, WNOHANG) == pid) {
-			reaped = 1;
-			for (int k = 0; k < 64 && so.fd >= 0 && sink_read(&so) == 1; k++)
-				;
-			for (int k = 0; k < 64 && se.fd >= 0 && sink_read(&se) == 1; k++)
-				;
-			break;
-		}
-	}
-	if (so.fd >= 0)
-		close(so.fd);
-	if (se.fd >= 0)
-		close(se.fd);
-	if (!reaped) {
-		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-			;
-	}
-	res->timed_out = killed;
-	res->exit_code = killed ? -1 : mafp_exit_code_from_wait_status(status);
-	res->out = so.buf;
-	res->out_len = so.len;
-	res->err = se.buf;
-	res->err_len = se.len;
-	return 0;
-fail_errno:
-	free(so.buf);
-	free(se.buf);
 	if (in_fd >= 0)
 		close(in_fd);
-	if (opipe[0] >= 0)
-		close(opipe[0]);
-	if (opipe[1] >= 0)
-		close(opipe[1]);
-	if (epipe[0] >= 0)
-		close(epipe[0]);
-	if (epipe[1] >= 0)
-		close(epipe[1]);
-	return mafh__error_set(err, -e, "cannot run %s: %s", argv[0], strerror(e));
+	fcntl(opipe[0], F_SETFL, O_NONBLOCK);
+	fcntl(epipe[0], F_SETFL, O_NONBLOCK);
+	t->so.fd = opipe[0];
+	t->se.fd = epipe[0];
+	t->pidfd = mafh__local_pidfd(t->pid);
+	t->next_look = later(now, LOOK_MS);
+	*task = &t->head;
+	return 1;
+fail:
+	e = errno;
+	for (int i = 0; i < 2; i++) {
+		if (opipe[i] >= 0)
+			close(opipe[i]);
+		if (epipe[i] >= 0)
+			close(epipe[i]);
+	}
+	if (in_fd >= 0)
+		close(in_fd);
+	free(t);
+	res->error = mafh__error_set(&res->detail, -e, "cannot run %s: %s", argv[0], strerror(e));
+	return 0;
+}
+
+int mafh__local_exec_want(struct mafh__local_task *task, struct mafh_pollfd *fds,
+			  int64_t *until)
+{
+	struct exec_task *t = (struct exec_task *)task;
+	int n = 0;
+
+	if (t->so.fd >= 0)
+		fds[n++] = (struct mafh_pollfd){.fd = t->so.fd, .events = POLLIN};
+	if (t->se.fd >= 0)
+		fds[n++] = (struct mafh_pollfd){.fd = t->se.fd, .events = POLLIN};
+	if (t->pidfd >= 0)
+		fds[n++] = (struct mafh_pollfd){.fd = t->pidfd, .events = POLLIN};
+	*until = t->deadline;
+	if (t->pidfd < 0 && t->next_look < *until)
+		*until = t->next_look;
+	return n;
+}
+
+/* The exec is over: its result moves to res. */
+static void finish(struct exec_task *t, struct mafh_op_result *res, int exit_code,
+		   int timed_out)
+{
+	res->exec.exit_code = exit_code;
+	res->exec.timed_out = timed_out;
+	res->exec.out = t->so.buf;
+	res->exec.out_len = t->so.len;
+	res->exec.err = t->se.buf;
+	res->exec.err_len = t->se.len;
+	t->so.buf = t->se.buf = NULL;
+}
+
+int mafh__local_exec_step(struct mafh__local_task *task, int64_t now,
+			  struct mafh_op_result *res)
+{
+	struct exec_task *t = (struct exec_task *)task;
+	int status = 0;
+	pid_t r;
+
+	if (sink_drain(&t->so, STEP_READS) < 0 || sink_drain(&t->se, STEP_READS) < 0) {
+		res->error = mafh__error_set(&res->detail, MAFH_ENOMEM, "cannot run %s: %s",
+					     t->name, strerror(ENOMEM));
+		return 0;               /* the child is killed when the task is freed */
+	}
+	if (t->pidfd >= 0 || now >= t->next_look) {
+		t->next_look = later(now, LOOK_MS);
+		while ((r = waitpid(t->pid, &status, WNOHANG)) < 0 && errno == EINTR)
+			;
+		/* ECHILD: reaped by someone else (SIGCHLD ignored by the host); its status is
+		 * lost, and its pid no longer ours to signal. */
+		if (r == t->pid || (r < 0 && errno == ECHILD)) {
+			t->pid = -1;
+			/* A grandchild (the launcher's detached supervisor must not, but a careless
+			 * command may) can hold the pipes open after the child is gone: once the
+			 * child has exited, take what is already in the pipes and stop. */
+			if (sink_drain(&t->so, FINAL_READS) < 0 ||
+			    sink_drain(&t->se, FINAL_READS) < 0) {
+				res->error = mafh__error_set(&res->detail, MAFH_ENOMEM,
+							     "cannot run %s: %s", t->name,
+							     strerror(ENOMEM));
+				return 0;
+			}
+			finish(t, res, r == -1 ? 0 : mafp_exit_code_from_wait_status(status), 0);
+			return 0;
+		}
+	}
+	if (now >= t->deadline) {
+		mafh__local_kill(t->pid);
+		t->pid = -1;
+		finish(t, res, -1, 1);
+		return 0;
+	}
+	return 1;
+}
+
+void mafh__local_exec_free(struct mafh__local_task *task)
+{
+	/* Abandoned under way: the child and its group are killed, and reaped. */
+	task_release((struct exec_task *)task);
 }

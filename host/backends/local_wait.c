@@ -1,11 +1,12 @@
-/* The local backend's wait_change: inotify on the directory waited on and the subdirectories
- * its names mention, the watches kept for the next wait on the same directory; a look every
- * few milliseconds where inotify cannot be had. */
+/* The local backend's WAIT_UNTIL: with a directory, inotify on it and the subdirectories its
+ * names mention, the watches kept in the slot for its next wait on the same directory; the
+ * task waits on the inotify descriptor until the op's time. Where inotify cannot be had (a
+ * user out of instances: a per-user limit, 128 by default, which a thousand runs pass), or
+ * without a directory, the wait is a timer. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,13 +17,9 @@
 #include "internal.h"
 #include "local.h"
 
-/* Names and subdirectories one wait may name, and how often it looks where inotify is
- * unavailable (out of instances: a per-user limit, 128 by default). */
+/* Names and subdirectories one wait may name. */
 #define WAIT_NAMES_MAX 8
 #define WAIT_SUBS_MAX 4
-#define WAIT_FALLBACK_MS 5
-/* How long a wait goes without a look at whether the directories it holds were removed. */
-#define WAIT_GONE_CHECK_MS 50
 
 /* One watched directory: open without following symlinks (its fd is what existence is
  * checked against) and watched through that fd. fd -1: not there (yet). */
@@ -32,13 +29,17 @@ struct watched {
 	int wd;
 };
 
-/* The inotify state of the last directory waited on, kept between waits: setting it up
- * costs a dozen system calls, a wait on it a read of the queued events, a look at its names
- * (an fstatat each) and a poll. */
+/* The inotify state of the last directory a slot waited on, kept between its waits: setting
+ * it up costs a dozen system calls, a wait on it a read of the queued events, a look at its
+ * names (an fstatat each) and a poll. */
 struct watch_cache {
 	int ino;                        /* -1: none yet, or inotify is unavailable */
 	char *dir;                      /* the directory it was set up for */
 	struct watched top;             /* dir itself */
+	/* dir's parent, watched for dir's removal: the fd we hold on dir keeps the kernel from
+	 * sending dir's own IN_DELETE_SELF until it is closed, but the parent says at once. */
+	struct watched guard;
+	const char *top_name;           /* dir's last component, in dir */
 	struct watched anc;             /* dir missing: the deepest ancestor that exists */
 	char anc_next[NAME_MAX + 1];    /* the component of dir to be created in anc */
 	struct watched sub[WAIT_SUBS_MAX];
@@ -46,9 +47,18 @@ struct watch_cache {
 	int stale;                      /* rebuild before the next wait */
 };
 
+/* What a slot keeps (struct mafh__local_state.wait). */
 struct mafh__local_wait {
-	pthread_mutex_t lock;           /* guards cache: one waiter uses it, others their own */
 	struct watch_cache cache;
+};
+
+/* A wait under way: on c's inotify descriptor, or a timer when c is NULL. */
+struct wait_task {
+	struct mafh__local_task head;
+	struct watch_cache *c;
+	const char *dir;                /* borrowed from the op, as names */
+	const char *const *names;
+	int64_t until;
 };
 
 /* Which events wake a wait. In a subdirectory (host_tool_calls): a file renamed in, as
@@ -80,6 +90,8 @@ static void cache_reset(struct watch_cache *c)
 	free(c->dir);
 	c->dir = NULL;
 	watched_reset(&c->top);
+	watched_reset(&c->guard);
+	c->top_name = NULL;
 	watched_reset(&c->anc);
 	for (i = 0; i < c->n_sub; i++)
 		watched_reset(&c->sub[i]);
@@ -91,8 +103,8 @@ static void cache_init(struct watch_cache *c)
 {
 	memset(c, 0, sizeof(*c));
 	c->ino = -1;
-	c->top.fd = c->anc.fd = -1;
-	c->top.wd = c->anc.wd = -1;
+	c->top.fd = c->anc.fd = c->guard.fd = -1;
+	c->top.wd = c->anc.wd = c->guard.wd = -1;
 }
 
 /* Opens the directory path, every component without following a symlink. */
@@ -148,9 +160,31 @@ static int watch_sub(struct watch_cache *c, struct watched *w)
 	return 0;
 }
 
+/* Watches dir's parent for dir's removal or renaming away. Best effort: without it, a
+ * removed dir is seen at the next wait's start (cache_gone). */
+static void watch_guard(struct watch_cache *c)
+{
+	char parent[LOCAL_PATH_MAX];
+	char *slash;
+
+	snprintf(parent, sizeof(parent), "%s", c->dir);
+	slash = strrchr(parent, '/');
+	if (!slash || !slash[1])
+		return;
+	c->top_name = c->dir + (slash + 1 - parent);
+	if (slash == parent)
+		slash[1] = '\0';
+	else
+		*slash = '\0';
+	c->guard.fd = open_dir_nofollow(parent);
+	if (c->guard.fd < 0 ||
+	    watch_fd(c->ino, &c->guard, parent, IN_DELETE | IN_MOVED_FROM | IN_ONLYDIR) < 0)
+		watched_reset(&c->guard);
+}
+
 /* Sets the cache up for dir: an inotify instance, dir watched, or while dir does not exist,
  * its deepest existing ancestor watched for the next component. Returns 0, or -1 with errno
- * set (then the caller looks every WAIT_FALLBACK_MS instead). */
+ * set (then the wait is a timer). */
 static int cache_setup(struct watch_cache *c, const char *dir)
 {
 	char path[LOCAL_PATH_MAX];
@@ -164,8 +198,12 @@ static int cache_setup(struct watch_cache *c, const char *dir)
 	if (c->ino < 0)
 		return -1;
 	c->top.fd = open_dir_nofollow(dir);
-	if (c->top.fd >= 0)
-		return watch_fd(c->ino, &c->top, dir, WATCH_MASK_TOP);
+	if (c->top.fd >= 0) {
+		if (watch_fd(c->ino, &c->top, dir, WATCH_MASK_TOP) < 0)
+			return -1;
+		watch_guard(c);
+		return 0;
+	}
 	if (errno != ENOENT)
 		return -1;
 	/* Not there yet: wait for it to be made, one component at a time. */
@@ -223,7 +261,7 @@ static int any_exists(const struct watch_cache *c, const char *const *names)
 	return 0;
 }
 
-/* Where inotify cannot be had: each name looked up by path, as read_file would. */
+/* Where inotify cannot be had: each name looked up by path, as READ would. */
 static int any_exists_by_path(const char *dir, const char *const *names)
 {
 	char path[LOCAL_PATH_MAX], copy[LOCAL_PATH_MAX];
@@ -383,6 +421,16 @@ static int take_events(struct watch_cache *c, const char *const *names)
 				hit = 1;
 				continue;
 			}
+			if (c->guard.wd >= 0 && ev->wd == c->guard.wd) {
+				/* dir itself removed or renamed away (its IN_DELETE_SELF is held
+				 * back by our fd): the paths may hold anything now. */
+				if ((ev->mask & (IN_DELETE | IN_MOVED_FROM)) && c->top_name &&
+				    strcmp(name, c->top_name) == 0) {
+					c->stale = 1;
+					hit = 1;
+				}
+				continue;
+			}
 			if (c->anc.wd >= 0 && ev->wd == c->anc.wd) {
 				if (strcmp(name, c->anc_next) == 0) {
 					c->stale = 1;   /* a step of dir was made */
@@ -429,25 +477,25 @@ static int take_events(struct watch_cache *c, const char *const *names)
 	return hit;
 }
 
-/* Waits on c (set up for dir). Returns 1, 0 or -1 (errno set) as wait_change does. */
-static int cache_wait(struct watch_cache *c, const char *dir, const char *const *names,
-		      int64_t timeout_ms)
+/* Arms c for a wait on dir: the watches (rebuilt when dir is another, or was removed, or
+ * events were lost), then the events queued since the last wait, then a look: a file that
+ * appears after the look wakes the task, one that appeared before it is seen by it. Returns
+ * 1 when one of names may be there already, 0 when armed, -1 with errno set. */
+static int cache_arm(struct watch_cache *c, const char *dir, const char *const *names)
 {
-	int64_t deadline = mafh__now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
 	int r, tries;
 
-	/* Watches first, then the look: a file that appears after the look wakes the poll,
-	 * one that appeared before it is seen by it. Events already queued are taken first:
-	 * a file they name is there, or was. */
 	for (tries = 0;; tries++) {
 		if (tries == 3)
 			return 1;       /* the tree keeps changing under us: let the caller look */
-		if (c->ino < 0 || c->stale || !c->dir || strcmp(c->dir, dir) != 0) {
+		if (c->ino < 0 || c->stale || !c->dir || strcmp(c->dir, dir) != 0 ||
+		    cache_gone(c)) {
 			if (cache_setup(c, dir) < 0)
 				return -1;
 		}
 		if (cache_subs(c, names) < 0)
 			return -1;
+		/* Events queued since the last wait: a file they name is there, or was. */
 		r = take_events(c, names);
 		if (r < 0)
 			return -1;
@@ -457,93 +505,119 @@ static int cache_wait(struct watch_cache *c, const char *dir, const char *const 
 			break;
 		}
 	}
-	if (c->anc.wd < 0 && any_exists(c, names))
-		return 1;
-	for (;;) {
-		struct pollfd pf = {.fd = c->ino, .events = POLLIN};
-		int64_t left = deadline - mafh__now_ms();
+	return c->anc.wd < 0 && any_exists(c, names);
+}
 
-		if (left <= 0)
+static int names_ok(const char *dir, const char *const *names)
+{
+	return dir && dir[0] == '/' && strlen(dir) < LOCAL_PATH_MAX - 2 * NAME_MAX - 2 && names &&
+	       names_valid(names);
+}
+
+int mafh__local_wait_start(struct mafh__local_state *st, const struct mafh_op *op, int64_t now,
+			   struct mafh__local_task **task, struct mafh_op_result *res)
+{
+	struct wait_task *t;
+	struct watch_cache *c = NULL;
+	int r;
+
+	*task = NULL;
+	if (op->wait_dir) {
+		if (!names_ok(op->wait_dir, op->wait_names)) {
+			res->error = mafh__error_set(&res->detail, MAFH_EINVAL, "wait_change takes "
+						     "an absolute directory and at most %d "
+						     "names, NAME or SUB/NAME", WAIT_NAMES_MAX);
 			return 0;
-		r = poll(&pf, 1, left > WAIT_GONE_CHECK_MS ? WAIT_GONE_CHECK_MS : (int)left);
-		if (r < 0 && errno != EINTR)
-			return -1;
-		if (r == 0 && cache_gone(c)) {
-			/* Removed under the fd we hold (which keeps its IN_DELETE_SELF back): the
-			 * paths may hold anything now. */
-			c->stale = 1;
-			return 1;
 		}
-		if (r <= 0)
-			continue;
-		r = take_events(c, names);
-		if (r != 0)
-			return r;
-	}
-}
+		if (!st->wait) {
+			st->wait = malloc(sizeof(*st->wait));
+			if (!st->wait)
+				goto nomem;
+			cache_init(&st->wait->cache);
+		}
+		c = &st->wait->cache;
+		r = cache_arm(c, op->wait_dir, op->wait_names);
+		if (r < 0) {
+			int e = errno;
 
-int mafh__local_wait_change(struct mafh__local_wait *w, const char *dir,
-			    const char *const *names, int64_t timeout_ms, struct mafh_error *err)
-{
-	struct watch_cache own, *c = &w->cache;
-	int64_t deadline;
-	int r, e;
-
-	if (!dir || dir[0] != '/' || strlen(dir) >= LOCAL_PATH_MAX - 2 * NAME_MAX - 2 || !names ||
-	    !names_valid(names))
-		return mafh__error_set(err, MAFH_EINVAL, "wait_change takes an absolute directory "
-				       "and at most %d names, NAME or SUB/NAME", WAIT_NAMES_MAX);
-	/* Another thread is waiting on this backend (another run): a watch of our own. */
-	if (pthread_mutex_trylock(&w->lock) != 0) {
-		cache_init(&own);
-		c = &own;
-	}
-	r = cache_wait(c, dir, names, timeout_ms);
-	e = errno;
-	if (r < 0)
-		cache_reset(c);
-	if (c == &own)
-		cache_reset(c);
-	else
-		pthread_mutex_unlock(&w->lock);
-	if (r >= 0)
-		return r;
-	if (e == ENOMEM)
-		return mafh__error_set(err, MAFH_ENOMEM, "out of memory waiting on %s", dir);
-	/* No inotify (out of instances or watches) or a directory that cannot be opened: look
-	 * every few milliseconds, as `maf-launch wait` does, rather than fail the run. */
-	deadline = mafh__now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
-	for (;;) {
-		int64_t left;
-
-		if (any_exists_by_path(dir, names))
-			return 1;
-		left = deadline - mafh__now_ms();
-		if (left <= 0)
+			cache_reset(c);
+			c = NULL;
+			if (e == ENOMEM)
+				goto nomem;
+			/* No inotify (out of instances or watches) or a directory that cannot be
+			 * opened: not a failure of the run, which looks at the wait's end. */
+			r = any_exists_by_path(op->wait_dir, op->wait_names);
+		}
+		if (r > 0) {
+			res->woke = 1;
 			return 0;
-		mafh__sleep_until_ms(mafh__now_ms() + (left < WAIT_FALLBACK_MS ? left
-									 : WAIT_FALLBACK_MS));
+		}
 	}
-}
-
-int mafh__local_wait_new(struct mafh__local_wait **out)
-{
-	struct mafh__local_wait *w = malloc(sizeof(*w));
-
-	*out = NULL;
-	if (!w)
-		return MAFH_ENOMEM;
-	cache_init(&w->cache);
-	pthread_mutex_init(&w->lock, NULL);
-	*out = w;
+	if (op->until_ms <= now)
+		return 0;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		goto nomem;
+	t->head.kind = MAFH_OP_WAIT_UNTIL;
+	t->c = c;
+	t->dir = op->wait_dir;
+	t->names = op->wait_names;
+	t->until = op->until_ms;
+	*task = &t->head;
+	return 1;
+nomem:
+	res->error = mafh__error_set(&res->detail, MAFH_ENOMEM, "out of memory waiting on %s",
+				     op->wait_dir ? op->wait_dir : "a timer");
 	return 0;
 }
 
-void mafh__local_wait_free(struct mafh__local_wait *w)
+int mafh__local_wait_want(struct mafh__local_task *task, struct mafh_pollfd *fds,
+			  int64_t *until)
+{
+	struct wait_task *t = (struct wait_task *)task;
+
+	*until = t->until;
+	if (!t->c)
+		return 0;
+	fds[0] = (struct mafh_pollfd){.fd = t->c->ino, .events = POLLIN};
+	return 1;
+}
+
+int mafh__local_wait_step(struct mafh__local_task *task, int64_t now,
+			  struct mafh_op_result *res)
+{
+	struct wait_task *t = (struct wait_task *)task;
+
+	if (t->c) {
+		int r = take_events(t->c, t->names);
+
+		if (r > 0) {
+			res->woke = 1;
+			return 0;
+		}
+		if (r < 0) {
+			/* The instance broke: a timer for the rest, after a look. */
+			cache_reset(t->c);
+			t->c = NULL;
+			if (any_exists_by_path(t->dir, t->names)) {
+				res->woke = 1;
+				return 0;
+			}
+		}
+	}
+	return now < t->until;
+}
+
+void mafh__local_wait_free(struct mafh__local_task *task)
+{
+	/* The watches stay in the slot, for its next wait. */
+	free(task);
+}
+
+void mafh__local_watches_free(struct mafh__local_wait *w)
 {
 	if (!w)
 		return;
 	cache_reset(&w->cache);
-	pthread_mutex_destroy(&w->lock);
 	free(w);
 }

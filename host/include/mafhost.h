@@ -268,18 +268,30 @@ MAFH_API int mafh_backend_stream_read(struct mafh_backend *b, void *stream, void
 				      size_t cap, int64_t timeout_ms, struct mafh_error *err);
 MAFH_API void mafh_backend_stream_close(struct mafh_backend *b, void *stream);
 
-/* The local backend: the run directory is on this machine.
+/* The local backend: the run directory is on this machine. No op blocks (see "driving from an
+ * event loop"): the files and a stream's opening are done when the op starts; an exec, a wait
+ * and a stream's writes, reads and closing are tasks, each waiting on the descriptors named
+ * below and a time. Each slot of mafh_task_new holds its own stream and watches, so that any
+ * number of runs wait on one event loop with no thread each.
  *   exec: fork and execvp of argv with pipes and a timeout (the child gets its own process
- *     group, killed whole at the timeout).
+ *     group, killed whole at the timeout). It waits on the stdout and stderr pipes and a pidfd
+ *     of the child (where the kernel gives none, a look with waitpid every 50 ms) until the
+ *     timeout; once the child has exited, what the pipes hold already is taken and the exec
+ *     is over, even while a process it left behind holds them open. A task freed under way
+ *     kills the process group and reaps the child.
  *   write_file: a temporary name and a rename (a symlink planted at path is replaced, never
  *     followed); with replaces, that file is reused when it is still a regular file with
  *     one link in path's directory (looked at without following a symlink, before and after
  *     it is opened): written over, cut to length and renamed to path.
  *   read_file: O_NOFOLLOW and O_NONBLOCK, regular files only, capped.
- *   wait_change: inotify on dir and the subdirectories named (kept for the last dir waited
- *     on), or a look every few milliseconds where inotify is unavailable.
- *   stream_*: fork and execvp of argv with stdin, stdout and stderr on pipes; closing ends
- *     its stdin, waits a second for it to end, then kills its process group.
+ *   wait_change (a WAIT_UNTIL with a wait_dir): inotify on dir, its parent (for dir's
+ *     removal) and the subdirectories named, kept in the slot for its next wait on the same
+ *     dir (for mafh_backend_wait_change, in the backend); it waits on the inotify descriptor.
+ *     Where inotify is unavailable (the user out of instances, 128 by default) or dir cannot
+ *     be watched, one look, then a timer: woken by nothing, the run looks at its end.
+ *   stream_*: fork and execvp of argv with stdin, stdout and stderr on pipes; a write waits
+ *     for stdin to take the bytes, a read for stdout (stderr drained meanwhile); closing ends
+ *     its stdin, waits a second for it to end (on its pidfd), then kills its process group.
  *   exec_input: exec, its stdin a memfd holding the bytes (read from its start; nothing to
  *     feed while stdout is read, no SIGPIPE when the command does not read it).
  * Caps: all of MAFH_CAP_* (so the auto transport is the stream). Errors carry the errno of
@@ -289,12 +301,14 @@ MAFH_API void mafh_backend_stream_close(struct mafh_backend *b, void *stream);
  * mafh_backend_free. */
 MAFH_API int mafh_backend_local_new(const char *launcher_path, struct mafh_backend **out);
 
-/* A wrapper that sleeps latency_ms before every operation of inner, one operation at a time,
- * to simulate a remote backend. Takes inner (freed with the wrapper, or at once when this
- * fails). Same caps and launcher as inner, less MAFH_CAP_WAIT_CHANGE (a remote backend
- * offers no notification, so a run over the wrapper polls). A stream's opening and each
- * write on it (a frame, whose event comes back: a round trip) cost the latency; its reads
- * add none. */
+/* A wrapper that waits latency_ms before every operation of inner, to simulate a remote
+ * backend. Over the library's own backends, the wait is a timer of the op's task (see
+ * "driving from an event loop"), then the op is inner's: nothing blocks, and the ops of
+ * several runs overlap; over a table of mafh_backend_new, it is slept, one operation at a
+ * time. Takes inner (freed with the wrapper, or at once when this fails). Same caps and
+ * launcher as inner, less MAFH_CAP_WAIT_CHANGE (a remote backend offers no notification, so a
+ * run over the wrapper polls). A stream's opening and each write on it (a frame, whose event
+ * comes back: a round trip) cost the latency; its reads and its closing add none. */
 MAFH_API int mafh_backend_latency_new(struct mafh_backend *inner, int64_t latency_ms,
 				      struct mafh_backend **out);
 
