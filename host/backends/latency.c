@@ -1,5 +1,8 @@
-/* A wrapper that adds a fixed latency before every operation of another backend, one
- * operation at a time, to simulate a remote backend (each op a network round trip). */
+/* A wrapper that adds a fixed latency before every operation of another backend, to simulate
+ * a remote backend (each op a network round trip). Over a backend in the nb form (the
+ * library's own), the wrapper is one too: an op first waits its latency as a timer, then is
+ * the inner backend's task, so that the latency blocks no caller and the ops of several runs
+ * overlap. Over a table of blocking functions, the latency is slept, one operation at a time. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -145,6 +148,116 @@ static void lat_destroy(void *ctx)
 	free(l);
 }
 
+/* ---- the nb form ---------------------------------------------------------------------- */
+
+/* An op over the wrapper: its latency, then the inner op (a WAIT_UNTIL: only a timer). */
+struct lat_task {
+	struct mafh_op op;             /* as given, but a WRITE's replaces dropped */
+	void **state;
+	int64_t start_at;              /* the inner op starts then (WAIT_UNTIL: ends then) */
+	int started;
+	void *inner;                   /* the inner backend's task, while it goes on */
+};
+
+/* What an op costs: a stream's reads wait for an event that a write's round trip brings
+ * back, and its closing is not waited on; a WAIT_UNTIL is no op of the backend. */
+static int64_t op_latency(const struct latency *l, enum mafh_op_kind kind)
+{
+	return kind == MAFH_OP_STREAM_READ || kind == MAFH_OP_STREAM_CLOSE ||
+	       kind == MAFH_OP_WAIT_UNTIL ? 0 : l->ms;
+}
+
+/* Starts the inner op: 1 while it goes on, 0 once it is over (res filled). */
+static int lat_begin(struct latency *l, struct lat_task *t, int64_t now,
+		     struct mafh_op_result *res)
+{
+	struct mafh_backend *in = l->inner;
+
+	t->started = 1;
+	if (t->op.kind == MAFH_OP_WAIT_UNTIL)
+		return 0;       /* its time has come; the backends simulated do not notify */
+	return in->nb->start(in->ops.ctx, t->state, &t->op, now, &t->inner, res);
+}
+
+static int lat_nb_start(void *ctx, void **state, const struct mafh_op *op, int64_t now_ms,
+			void **task, struct mafh_op_result *res)
+{
+	struct latency *l = ctx;
+	struct lat_task *t = calloc(1, sizeof(*t));
+	int64_t ms = op_latency(l, op->kind);
+
+	*task = NULL;
+	if (!t) {
+		res->error = mafh__error_set(&res->detail, MAFH_ENOMEM, "out of memory");
+		return 0;
+	}
+	t->op = *op;
+	/* replaces is dropped: the remote backends this simulates write each file anew. */
+	t->op.replaces = NULL;
+	t->state = state;
+	if (op->kind == MAFH_OP_WAIT_UNTIL)
+		t->start_at = op->until_ms;
+	else if (ms > 0)
+		/* One more: on a clock of whole milliseconds, now_ms + ms can come short. */
+		t->start_at = ms >= INT64_MAX - now_ms ? INT64_MAX : now_ms + ms + 1;
+	else
+		t->start_at = now_ms;
+	if (now_ms >= t->start_at && lat_begin(l, t, now_ms, res) == 0) {
+		free(t);
+		return 0;
+	}
+	*task = t;
+	return 1;
+}
+
+static int lat_nb_want(void *ctx, void *task, struct mafh_pollfd *fds, int64_t *until)
+{
+	struct latency *l = ctx;
+	struct lat_task *t = task;
+
+	if (t->started)
+		return l->inner->nb->want(l->inner->ops.ctx, t->inner, fds, until);
+	*until = t->start_at;
+	return 0;
+}
+
+static int lat_nb_step(void *ctx, void *task, int64_t now_ms, struct mafh_op_result *res)
+{
+	struct latency *l = ctx;
+	struct lat_task *t = task;
+
+	if (t->started)
+		return l->inner->nb->step(l->inner->ops.ctx, t->inner, now_ms, res);
+	if (now_ms < t->start_at)
+		return 1;
+	return lat_begin(l, t, now_ms, res);
+}
+
+static void lat_nb_free(void *ctx, void *task)
+{
+	struct latency *l = ctx;
+	struct lat_task *t = task;
+
+	if (t->inner)
+		l->inner->nb->free(l->inner->ops.ctx, t->inner);
+	free(t);
+}
+
+static void lat_nb_state_free(void *ctx, void *state)
+{
+	struct latency *l = ctx;
+
+	l->inner->nb->state_free(l->inner->ops.ctx, state);
+}
+
+static const struct mafh__nb_ops lat_nb = {
+	.start = lat_nb_start,
+	.want = lat_nb_want,
+	.step = lat_nb_step,
+	.free = lat_nb_free,
+	.state_free = lat_nb_state_free,
+};
+
 int mafh_backend_latency_new(struct mafh_backend *inner, int64_t latency_ms,
 			     struct mafh_backend **out)
 {
@@ -164,10 +277,14 @@ int mafh_backend_latency_new(struct mafh_backend *inner, int64_t latency_ms,
 	l->inner = inner;
 	l->ms = latency_ms;
 	pthread_mutex_init(&l->lock, NULL);
-	memset(&ops, 0, sizeof(ops));
-	ops.size = sizeof(ops);
 	/* No wait_change: the backends this simulates have no notification (the host can
 	 * only poll), and a run over the wrapper should pace its looks as it would there. */
+	if (inner->nb)
+		return mafh__backend_new_nb(mafh_backend_caps(inner) & ~MAFH_CAP_WAIT_CHANGE,
+					    mafh_backend_launcher_path(inner), l, lat_destroy,
+					    &lat_nb, out);
+	memset(&ops, 0, sizeof(ops));
+	ops.size = sizeof(ops);
 	ops.caps = mafh_backend_caps(inner) & ~MAFH_CAP_WAIT_CHANGE;
 	ops.ctx = l;
 	ops.launcher_path = mafh_backend_launcher_path(inner);
