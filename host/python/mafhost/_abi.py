@@ -80,7 +80,8 @@ class OpResult(Structure):
                 ("exec", ExecResult), ("read", ReadResult), ("stat", Stat),
                 ("value", c_void_p), ("value_len", c_size_t), ("refusal", c_char_p),
                 ("note", c_void_p), ("note_len", c_size_t), ("stream_data", c_void_p),
-                ("stream_len", c_size_t), ("stream_ended", c_int), ("raw_answer", c_int)]
+                ("stream_len", c_size_t), ("stream_ended", c_int), ("raw_answer", c_int),
+                ("woke", c_int)]
 
 
 class Event(Structure):
