@@ -97,11 +97,12 @@ void mafh__local_stream_task_free(struct mafh__local_task *task);
  * it; NULL is a no-op. For teardown only (mafh__local_state_free). */
 void mafh__local_stream_free(struct mafh__local_stream *s);
 
-/* In a child just forked: argv exec'd with in_fd (or /dev/null when < 0), out_fd and err_fd
- * as its stdio, nothing else of ours open, the signal mask empty, in a process group of its
- * own. Never returns (exit 125, 126 or 127 when the exec fails). */
-void mafh__local_child(const char *const *argv, int in_fd, int out_fd, int err_fd)
-	__attribute__((noreturn));
+/* In a child just forked: argv exec'd in cwd (NULL: where we are) with in_fd (or /dev/null
+ * when < 0), out_fd and err_fd as its stdio, nothing else of ours open, the signal mask
+ * empty, in a process group of its own. Never returns (exit 125, 126 or 127 when the exec
+ * fails, or the working directory cannot be entered: 127 when it does not exist). */
+void mafh__local_child(const char *const *argv, const char *cwd, int in_fd, int out_fd,
+		       int err_fd) __attribute__((noreturn));
 /* A pidfd of child pid (O_CLOEXEC), or -1 where the kernel has none (before 5.3, or a
  * seccomp policy that denies it): the caller then looks with waitpid(WNOHANG) on a timer. */
 int mafh__local_pidfd(int pid);

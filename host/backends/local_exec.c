@@ -75,7 +75,16 @@ static int sink_drain(struct sink *s, int reads)
 	return 0;
 }
 
-void mafh__local_child(const char *const *argv, int in_fd, int out_fd, int err_fd)
+/* Writes "what: why\n" on stderr, in a child about to exit. */
+static void child_says(const char *what, const char *why)
+{
+	if (write(2, what, strlen(what)) < 0 || write(2, why, strlen(why)) < 0 ||
+	    write(2, "\n", 1) < 0)
+		return;
+}
+
+void mafh__local_child(const char *const *argv, const char *cwd, int in_fd, int out_fd,
+		       int err_fd)
 {
 	sigset_t all;
 	int in = in_fd >= 0 ? in_fd : open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -83,6 +92,13 @@ void mafh__local_child(const char *const *argv, int in_fd, int out_fd, int err_f
 
 	if (in < 0 || dup2(in, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0)
 		_exit(125);
+	if (cwd && chdir(cwd) < 0) {
+		int e = errno;
+
+		child_says(cwd, e == ENOENT ? ": no such working directory"
+					   : ": cannot enter the working directory");
+		_exit(e == ENOENT ? 127 : 126);
+	}
 	/* Nothing of the host beyond stdio reaches the launcher. */
 	syscall(SYS_close_range, 3u, ~0u, 0u);
 	signal(SIGPIPE, SIG_DFL);
@@ -197,7 +213,7 @@ int mafh__local_exec_start(const struct mafh_op *op, int64_t now, struct mafh__l
 	if (t->pid < 0)
 		goto fail;
 	if (t->pid == 0)
-		mafh__local_child(argv, in_fd, opipe[1], epipe[1]);
+		mafh__local_child(argv, op->cwd, in_fd, opipe[1], epipe[1]);
 	setpgid(t->pid, t->pid);	/* both sides, so a timeout's kill(-pid) never races it */
 	close(opipe[1]);
 	close(epipe[1]);

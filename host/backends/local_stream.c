@@ -165,7 +165,7 @@ void mafh__local_stream_free(struct mafh__local_stream *s)
 	release(s);
 }
 
-static int stream_open(struct mafh__local_state *st, const char *const *argv,
+static int stream_open(struct mafh__local_state *st, const char *const *argv, const char *cwd,
 		       struct mafh_error *err)
 {
 	int in[2] = {-1, -1}, o[2] = {-1, -1}, e[2] = {-1, -1}, saved;
@@ -186,7 +186,7 @@ static int stream_open(struct mafh__local_state *st, const char *const *argv,
 	if (s->pid < 0)
 		goto fail;
 	if (s->pid == 0)
-		mafh__local_child(argv, in[0], o[1], e[1]);
+		mafh__local_child(argv, cwd, in[0], o[1], e[1]);
 	setpgid(s->pid, s->pid);
 	close(in[0]);
 	close(o[1]);
@@ -302,7 +302,7 @@ int mafh__local_stream_start(struct mafh__local_state *st, const struct mafh_op 
 
 	*task = NULL;
 	if (op->kind == MAFH_OP_STREAM_OPEN) {
-		res->error = stream_open(st, op->argv, &res->detail);
+		res->error = stream_open(st, op->argv, op->cwd, &res->detail);
 		return 0;
 	}
 	if (op->kind == MAFH_OP_STREAM_CLOSE && !st->stream)

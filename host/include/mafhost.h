@@ -758,6 +758,10 @@ struct mafh_run_result {
 	/* The transport serving the run now (never AUTO): the one auto chose, or the one a
 	 * run fell back to (a broken stream, a launcher without relay or wait). */
 	enum mafh_transport transport;
+	/* Of ops.exec, those that gave the command bytes on its stdin (exec_input), and those
+	 * that opened a stream. */
+	int64_t exec_inputs;
+	int64_t streams_opened;
 };
 
 struct mafh_run;
@@ -854,6 +858,11 @@ struct mafh_op {
 	const struct mafh_call *call;
 	mafh_tool_fn fn;           /* the registered callback (NULL if none was given) */
 	void *ud;                  /* its user data */
+	/* EXEC, STREAM_OPEN: the command's working directory; NULL: the backend's own (the
+	 * host's for the local backend, the container's for Docker). A run never sets it; a
+	 * caller of mafh_task_new may, over the library's backends (MAFH_ENOTSUP over a table
+	 * of blocking functions). */
+	const char *cwd;
 };
 
 /* The result of an op: fill with mafh_op_result_init(&res, op->kind) first. Everything it

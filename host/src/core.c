@@ -877,6 +877,7 @@ static int emit_wait_exec(struct mafh_run *run, struct mafh_op *op)
 	if (run->relay_carried) {
 		op->data = run->wbuf;
 		op->len = run->wlen;
+		run->result.exec_inputs++;
 	}
 	return 1;
 }
@@ -1321,6 +1322,7 @@ static int emit_stream_open(struct mafh_run *run, struct mafh_op *op)
 	op->kind = MAFH_OP_STREAM_OPEN;
 	op->argv = run->argv.v;
 	run->result.ops.exec++;
+	run->result.streams_opened++;
 	return 1;
 }
 

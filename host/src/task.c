@@ -33,6 +33,9 @@ static int op_check(const struct mafh_backend *b, void **state, const struct maf
 
 	if (!op || !state)
 		return mafh__error_set(err, MAFH_EINVAL, "a task needs an op and a state slot");
+	if (op->cwd && !b->nb && (op->kind == MAFH_OP_EXEC || op->kind == MAFH_OP_STREAM_OPEN))
+		return mafh__error_set(err, MAFH_ENOTSUP, "the backend cannot run a command in a "
+				       "working directory of the caller's");
 	switch (op->kind) {
 	case MAFH_OP_EXEC:
 		need = op->data || op->len ? MAFH_CAP_EXEC_STDIN : MAFH_CAP_EXEC;
