@@ -38,7 +38,7 @@ GUEST_LDFLAGS ?= -static -s -Wl,--gc-sections -Wl,-z,noseparate-code -Wl,--build
 GUEST_LIBS ?= $(TP)/musl/lib/libseccomp.a
 
 HOST_CFLAGS := $(COMMON) $(WARN) $(HARDEN) -O2 -g -Ihost/include -Ihost/src -Ihost/backends \
-	-Iguest $(SAN)
+	$(SAN)
 HOST_LDFLAGS := $(SAN)
 
 # The library's version, from the header; 0.x: a minor release may change the ABI, so the
@@ -130,6 +130,10 @@ $(BUILD)/host-obj/%.o: %.c $(TP_STAMP) $(wildcard guest/*.h shared/*.h host/incl
 	@mkdir -p $(dir $@)
 	$(CC) $(HOST_CFLAGS) -fPIC -c $< -o $@
 
+# The launcher's logic compiled for the unit tests sees the guest's headers; the host's own
+# objects do not (guest/spawn.h is not <spawn.h>).
+$(GUEST_HOSTOBJ): HOST_CFLAGS += -Iguest
+
 # The library's objects are compiled with hidden visibility: only what the header marks
 # MAFH_API (the mafh_ functions) is exported; cJSON, the protocol (mafp_) and the mafh__
 # internals are not, so they cannot clash with a host's own cJSON.
@@ -163,7 +167,8 @@ $(BUILD)/maf-host: $(patsubst %.c,$(BUILD)/host-obj/%.o,$(HOSTCLI_SRC)) $(BUILD)
 # Unit tests link the host library, the launcher's logic and cmocka.
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libmafhost-internal.a $(GUEST_HOSTOBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(HOST_CFLAGS) -Itests/unit -o $@ $< $(GUEST_HOSTOBJ) $(BUILD)/libmafhost-internal.a \
+	$(CC) $(HOST_CFLAGS) -Iguest -Itests/unit -o $@ $< $(GUEST_HOSTOBJ) \
+		$(BUILD)/libmafhost-internal.a \
 		$(HOST_LDFLAGS) -lcmocka -lseccomp $(MAFH_LIBS)
 
 # Probes are static musl programs the integration tests run inside the sandbox.
@@ -312,6 +317,18 @@ install: $(BUILD)/maf-launch $(BUILD)/maf-host $(BUILD)/libmafhost.a $(BUILD)/$(
 	install -m 0644 host/python/mafhost/*.py host/python/mafhost/py.typed \
 		$(DESTDIR)$(PYTHONDIR)/mafhost/
 	ln -sf $(LIBDIR)/$(MAFH_SONAME) $(DESTDIR)$(PYTHONDIR)/mafhost/_lib/$(MAFH_SONAME)
+	@# The package's metadata, so that importlib.metadata and pip know it.
+	install -d $(DESTDIR)$(PYTHONDIR)/mafhost-$(MAFH_VERSION).dist-info
+	printf '%s\n' 'Metadata-Version: 2.1' 'Name: mafhost' 'Version: $(MAFH_VERSION)' \
+		"Summary: $$(sed -n 's/^description = "\(.*\)"$$/\1/p' host/python/pyproject.toml)" \
+		'Requires-Python: >=3.11' 'License: MIT' \
+		> $(DESTDIR)$(PYTHONDIR)/mafhost-$(MAFH_VERSION).dist-info/METADATA
+	echo make > $(DESTDIR)$(PYTHONDIR)/mafhost-$(MAFH_VERSION).dist-info/INSTALLER
+	cd $(DESTDIR)$(PYTHONDIR) && { for f in mafhost/*.py mafhost/py.typed \
+		mafhost/_lib/$(MAFH_SONAME) mafhost-$(MAFH_VERSION).dist-info/METADATA \
+		mafhost-$(MAFH_VERSION).dist-info/INSTALLER; do echo "$$f,,"; done; \
+		echo 'mafhost-$(MAFH_VERSION).dist-info/RECORD,,'; } \
+		> mafhost-$(MAFH_VERSION).dist-info/RECORD
 
 # Installs into a fresh prefix and builds tests/install/host.c against the installed files
 # alone, statically and shared (tests/install/check.sh).

@@ -103,6 +103,13 @@ void mafh__local_stream_free(struct mafh__local_stream *s);
  * fails, or the working directory cannot be entered: 127 when it does not exist). */
 void mafh__local_child(const char *const *argv, const char *cwd, int in_fd, int out_fd,
 		       int err_fd) __attribute__((noreturn));
+/* Starts argv as mafh__local_child would in a child (the same stdio, working directory, process
+ * group and signals), with posix_spawn: no copy of this process's memory map, which for a
+ * large host (an interpreter with a thousand runs) costs more than the rest of a call. Where
+ * it cannot be spawned (not found, not executable, no such working directory), a forked
+ * child says why as mafh__local_child does. Returns the child's pid, or -1 with errno. */
+pid_t mafh__local_spawn(const char *const *argv, const char *cwd, int in_fd, int out_fd,
+			int err_fd);
 /* A pidfd of child pid (O_CLOEXEC), or -1 where the kernel has none (before 5.3, or a
  * seccomp policy that denies it): the caller then looks with waitpid(WNOHANG) on a timer. */
 int mafh__local_pidfd(int pid);

@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <spawn.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -113,6 +114,47 @@ void mafh__local_child(const char *const *argv, const char *cwd, int in_fd, int 
 	_exit(errno == ENOENT ? 127 : 126);
 }
 
+pid_t mafh__local_spawn(const char *const *argv, const char *cwd, int in_fd, int out_fd,
+			int err_fd)
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	sigset_t none, all;
+	pid_t pid = -1;
+	int rc = -1;
+
+	if (posix_spawn_file_actions_init(&fa) == 0) {
+		if (posix_spawnattr_init(&at) == 0) {
+			sigemptyset(&none);
+			sigfillset(&all);
+			rc = (in_fd >= 0 ? posix_spawn_file_actions_adddup2(&fa, in_fd, 0)
+			      : posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0)) ||
+			     posix_spawn_file_actions_adddup2(&fa, out_fd, 1) ||
+			     posix_spawn_file_actions_adddup2(&fa, err_fd, 2) ||
+			     posix_spawn_file_actions_addclosefrom_np(&fa, 3) ||
+			     (cwd && posix_spawn_file_actions_addchdir_np(&fa, cwd)) ||
+			     posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP |
+						      POSIX_SPAWN_SETSIGMASK |
+						      POSIX_SPAWN_SETSIGDEF) ||
+			     posix_spawnattr_setpgroup(&at, 0) ||
+			     posix_spawnattr_setsigmask(&at, &none) ||
+			     posix_spawnattr_setsigdefault(&at, &all);
+			if (rc == 0)
+				rc = posix_spawnp(&pid, argv[0], &fa, &at, (char *const *)argv,
+						  environ);
+			posix_spawnattr_destroy(&at);
+		}
+		posix_spawn_file_actions_destroy(&fa);
+	}
+	if (rc == 0)
+		return pid;
+	/* Not spawned: a child of our own fails the same way, and says so as a shell would. */
+	pid = fork();
+	if (pid == 0)
+		mafh__local_child(argv, cwd, in_fd, out_fd, err_fd);
+	return pid;
+}
+
 int mafh__local_pidfd(int pid)
 {
 	/* Always close-on-exec; PIDFD_NONBLOCK is not needed, it is only polled. */
@@ -209,11 +251,9 @@ int mafh__local_exec_start(const struct mafh_op *op, int64_t now, struct mafh__l
 	}
 	if (pipe2(opipe, O_CLOEXEC) < 0 || pipe2(epipe, O_CLOEXEC) < 0)
 		goto fail;
-	t->pid = fork();
+	t->pid = mafh__local_spawn(argv, op->cwd, in_fd, opipe[1], epipe[1]);
 	if (t->pid < 0)
 		goto fail;
-	if (t->pid == 0)
-		mafh__local_child(argv, op->cwd, in_fd, opipe[1], epipe[1]);
 	setpgid(t->pid, t->pid);	/* both sides, so a timeout's kill(-pid) never races it */
 	close(opipe[1]);
 	close(epipe[1]);

@@ -182,11 +182,9 @@ static int stream_open(struct mafh__local_state *st, const char *const *argv, co
 	snprintf(s->name, sizeof(s->name), "%s", argv[0]);
 	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(o, O_CLOEXEC) < 0 || pipe2(e, O_CLOEXEC) < 0)
 		goto fail;
-	s->pid = fork();
+	s->pid = mafh__local_spawn(argv, cwd, in[0], o[1], e[1]);
 	if (s->pid < 0)
 		goto fail;
-	if (s->pid == 0)
-		mafh__local_child(argv, cwd, in[0], o[1], e[1]);
 	setpgid(s->pid, s->pid);
 	close(in[0]);
 	close(o[1]);
