@@ -945,6 +945,11 @@ struct mafh_want {
 	int nfds;
 	struct mafh_pollfd fds[MAFH_WANT_FDS];
 	int64_t until_ms;
+	/* 1 when fds[0] is the run's own descriptor (an epoll set of what its op waits on),
+	 * the same at every wait until mafh_run_free closes it: a caller may watch it once,
+	 * for the run's whole life. 0: the descriptors are lent for this wait alone (a task's,
+	 * or a run's where no epoll set could be made). */
+	int stable;
 };
 
 /* What mafh_run_advance has come to. */
@@ -959,7 +964,8 @@ enum mafh_progress {
 
 /* Takes a run made by mafh_run_new as far as it can go now without blocking over its
  * backend (borrowed by the run): every op that can be performed is, and the one under way
- * is looked at. Returns an enum mafh_progress (>= 0), or a negative code when driving
+ * is looked at. What a run waits on is one descriptor of its own (want->stable) and a
+ * time. Returns an enum mafh_progress (>= 0), or a negative code when driving
  * itself failed (MAFH_EINVAL for a sans-I/O run, MAFH_EBUSY while a CALL it handed out has
  * no result yet). A run asked to stop (mafh_run_stop) leaves a wait or a stream read under
  * way at once. The blocking driver below is this function and poll(2). */

@@ -273,6 +273,12 @@ struct mafh_run {
 	enum mafh_op_kind drv_kind;
 	int drv_call_out;
 	int drv_stop_seen;
+	/* The one descriptor mafh_run_advance hands out: an epoll set holding what the op
+	 * under way waits on (drv_watched), or -1 before the first wait (or where none can be
+	 * made: the op's own descriptors are handed out then). */
+	int drv_epfd;
+	struct mafh_pollfd drv_watched[MAFH_WANT_FDS];
+	int drv_nwatched;
 	int64_t op_started_ms;
 
 	/* Time. */

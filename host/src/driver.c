@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 
 #include "core.h"
 #include "internal.h"
@@ -43,6 +44,46 @@ static int leave_for_stop(struct mafh_run *run, int64_t now, struct mafh_error *
 	return rc < 0 ? rc : 1;
 }
 
+/* What the op under way waits on goes into the run's epoll set, and the set is handed out in
+ * its place: a caller watches one descriptor for the run's whole life, and registers nothing
+ * a wait. Each wait takes every descriptor out and puts the new ones in, since one the backend
+ * closed (and so left the set) may be back under the same number. */
+static void watch_through_epoll(struct mafh_run *run, struct mafh_want *want)
+{
+	struct mafh_pollfd *w = run->drv_watched;
+	int i, j, n = 0;
+
+	if (run->drv_epfd == -1 && (run->drv_epfd = epoll_create1(EPOLL_CLOEXEC)) < 0)
+		run->drv_epfd = -2;     /* none to be had: the op's own descriptors, then */
+	if (run->drv_epfd < 0)
+		return;
+	for (i = 0; i < run->drv_nwatched; i++)
+		epoll_ctl(run->drv_epfd, EPOLL_CTL_DEL, w[i].fd, NULL);
+	run->drv_nwatched = 0;
+	if (!want->nfds)
+		return;         /* a time alone: the set stays empty, so it does not wake */
+	for (i = 0; i < want->nfds; i++) {
+		for (j = 0; j < n && w[j].fd != want->fds[i].fd; j++)
+			;
+		if (j == n)
+			w[n++] = (struct mafh_pollfd){.fd = want->fds[i].fd};
+		w[j].events |= want->fds[i].events;
+	}
+	run->drv_nwatched = n;
+	for (i = 0; i < n; i++) {
+		struct epoll_event ev = {
+			.events = (w[i].events & POLLIN ? EPOLLIN : 0) |
+				  (w[i].events & POLLOUT ? EPOLLOUT : 0),
+			.data.fd = w[i].fd,
+		};
+
+		epoll_ctl(run->drv_epfd, EPOLL_CTL_ADD, w[i].fd, &ev);
+	}
+	want->nfds = 1;
+	want->fds[0] = (struct mafh_pollfd){.fd = run->drv_epfd, .events = POLLIN};
+	want->stable = 1;
+}
+
 static int advance(struct mafh_run *run, struct mafh_backend *b, int64_t now,
 		   struct mafh_want *want, const struct mafh_op **call, struct mafh_error *err)
 {
@@ -53,6 +94,7 @@ static int advance(struct mafh_run *run, struct mafh_backend *b, int64_t now,
 	*call = NULL;
 	want->nfds = 0;
 	want->until_ms = INT64_MAX;
+	want->stable = 0;
 	if (run->drv_call_out)
 		return mafh__error_set(err, MAFH_EBUSY, "the run's tool call has no result yet");
 	if (run->drv_backend && run->drv_backend != b)
@@ -65,8 +107,10 @@ static int advance(struct mafh_run *run, struct mafh_backend *b, int64_t now,
 				return rc;
 			if (rc > 0)
 				continue;
-			if (mafh_task_advance(run->drv_task, now, want, &res) == 1)
+			if (mafh_task_advance(run->drv_task, now, want, &res) == 1) {
+				watch_through_epoll(run, want);
 				return MAFH_PROGRESS_WAIT;
+			}
 			if ((rc = give(run, now, res, err)) < 0)
 				return rc;
 		}

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core.h"
 
@@ -241,6 +242,7 @@ static int run_create(struct mafh_registry *reg, struct mafh_backend *backend, u
 	run = calloc(1, sizeof(*run));
 	if (!run)
 		return mafh__error_set(err, MAFH_ENOMEM, "out of memory");
+	run->drv_epfd = -1;
 	run->reg = reg;
 	run->backend = backend;
 	run->caps = caps;
@@ -389,6 +391,8 @@ void mafh_run_free(struct mafh_run *run)
 	free(run->writable);
 	mafh_task_free(run->drv_task);
 	mafh_backend_state_free(run->drv_backend, run->drv_state);
+	if (run->drv_epfd >= 0)
+		close(run->drv_epfd);
 	free(run->wbuf);
 	free(run->sframe);
 	free(run->sbuf);

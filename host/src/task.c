@@ -237,6 +237,7 @@ int mafh_task_advance(struct mafh_task *t, int64_t now_ms, struct mafh_want *wan
 
 	want->nfds = 0;
 	want->until_ms = INT64_MAX;
+	want->stable = 0;
 	*res = NULL;
 	if (!t->over) {
 		if (nb) {
