@@ -1,0 +1,157 @@
+"""The Docker backend's ops without blocking (mafh_task_*), driven the way an event loop
+drives them: docker_ops starts them all at once and takes them to their end from one thread,
+in one poll(2) loop over the descriptors and times the tasks hand out. No thread a task, and
+no pass condition on time."""
+import errno
+
+import pytest
+
+from test_backend import pattern
+
+E2BIG, EPIPE = -errno.E2BIG, -errno.EPIPE
+
+
+@pytest.fixture
+def backend(ops, container):
+    o = ops()
+    r = o("new", container=container)
+    assert r["rc"] == 0, r["message"]
+    return o
+
+
+def test_many_execs_at_once_from_one_thread(backend):
+    n = 128
+    before = backend("requests")["requests"]
+    r = backend("tasks", ops=[{"kind": "exec", "argv": ["/spew", str(i * 37 + 1), str(i % 7),
+                                                        str(i % 100)],
+                               "timeout_ms": 120000, "out_cap": 1 << 20} for i in range(n)])
+    assert r["rc"] == 0, r["message"]
+    for i, got in enumerate(r["results"]):
+        assert (got["rc"], got["message"], got["exit_code"], got["timed_out"]) == \
+            (0, "", i % 100, False), i
+        assert got["out"] == pattern("a", i * 37 + 1), i
+        assert got["err"] == pattern("A", i % 7), i
+    # One thread: no thread a task, none of libcurl's.
+    assert r["threads_max"] == 1
+    # Several requests were under way at once, each on its own descriptor.
+    assert r["fds_max"] >= 2
+    # Each: create, start, and one inspection or more.
+    assert backend("requests")["requests"] >= before + 3 * n
+
+
+def test_stream_echo_through_tasks(backend):
+    # Twenty streams at once, each its own echo; the largest is written while its echo comes
+    # back, which the write reads meanwhile (or neither side would take more).
+    data = [(b"stream %d " % i) * (1 + i * 300) for i in range(19)] + [bytes(range(256)) * 8192]
+    before = backend("requests")["requests"]
+    r = backend("streams", argv=["/echo_stdin"], hex=[d.hex() for d in data])
+    assert r["rc"] == 0, r["message"]
+    for i, got in enumerate(r["results"]):
+        assert got["open"] == [0, ""], i
+        assert got["write"] == [0, ""], i
+        assert got["out"] == data[i], i
+        assert got["close"] == [0, ""], i
+        assert got["state_left"] is False, i
+    assert r["threads_max"] == 1
+    assert r["fds_max"] >= 2
+    # Each opening: the exec's creation, and its start on a connection of its own.
+    assert backend("requests")["requests"] == before + 2 * len(data)
+
+
+def test_a_stream_that_ends_says_so_with_its_stderr(backend):
+    r = backend("streams", argv=["/hello", "3"], hex=[(b"x" * 100).hex()])
+    assert r["rc"] == 0, r["message"]
+    got = r["results"][0]
+    assert got["open"] == [0, ""]
+    assert got["out"] == b"hello from stdout\n"
+    assert got["ended"] is True
+    assert got["end"] == [0, "the stream of /hello has ended: hello from stderr"]
+    assert got["close"] == [0, ""] and got["state_left"] is False
+
+
+def test_a_stream_of_a_command_that_cannot_start(backend):
+    # The engine hands the connection over before it tries: its reason comes as the
+    # command's stdout, then the end.
+    r = backend("streams", argv=["/no-such-command"], hex=[(b"x" * 4096).hex()])
+    got = r["results"][0]
+    assert got["open"] == [0, ""]
+    assert b"no such file or directory" in got["out"]
+    assert got["ended"] is True
+    assert got["end"][0] == 0
+    assert got["end"][1].startswith("the stream of /no-such-command has ended")
+
+
+def test_exec_timeout_keeps_what_came(backend):
+    # /hello prints its two lines, then sleeps 30 s: the exec's deadline comes first. The
+    # engine cannot end an exec; it goes on in the container (removed at the session's end).
+    r = backend("tasks", ops=[{"kind": "exec", "argv": ["/hello", "0", "30"],
+                               "timeout_ms": 5000, "out_cap": 4096}])
+    got = r["results"][0]
+    assert (got["rc"], got["exit_code"], got["timed_out"]) == (0, -1, True), got["message"]
+    assert (got["out"], got["err"]) == (b"hello from stdout\n", b"hello from stderr\n")
+    # The same through the blocking call, which performs the same op.
+    got = backend("exec", argv=["/hello", "0", "30"], timeout_ms=5000, out_cap=4096)
+    assert (got["rc"], got["exit_code"], got["timed_out"]) == (0, -1, True), got["message"]
+    assert (got["out"], got["err"]) == (b"hello from stdout\n", b"hello from stderr\n")
+
+
+def test_absent_files_through_tasks(backend):
+    r = backend("mkdtemp", template="/tmp/tk-XXXXXX")
+    assert r["rc"] == 0, r["message"]
+    d = r["path"]
+    before = backend("requests")["requests"]
+    r = backend("tasks", ops=[{"kind": "read", "path": f"{d}/absent", "cap": 10},
+                              {"kind": "read", "path": f"{d}/no/such/dir/f", "cap": 10},
+                              {"kind": "stat", "path": f"{d}/absent"},
+                              {"kind": "stat", "path": d},
+                              {"kind": "read", "path": "relative", "cap": 10}])
+    read1, read2, stat1, stat2, bad = r["results"]
+    assert (read1["rc"], read1["status"]) == (0, "absent")
+    assert (read2["rc"], read2["status"]) == (0, "absent")
+    assert (stat1["rc"], stat1["exists"], stat1["type"]) == (0, False, "none")
+    assert (stat2["rc"], stat2["exists"], stat2["type"]) == (0, True, "dir")
+    assert bad["rc"] == -errno.EINVAL
+    assert bad["message"] == "the container path 'relative' is not an absolute path to a file"
+    # Two reads, two stats of which one of an absent path (its HEAD and the container's
+    # inspection), and nothing for the bad path.
+    assert backend("requests")["requests"] == before + 5
+
+
+def test_files_written_and_read_at_once(backend):
+    r = backend("mkdtemp", template="/tmp/tk-XXXXXX")
+    d = r["path"]
+    files = {f"{d}/f{i}": bytes([i]) * (i * 1000) for i in range(24)}
+    r = backend("tasks", ops=[{"kind": "write", "path": p, "hex": b.hex()}
+                              for p, b in files.items()])
+    assert [x["rc"] for x in r["results"]] == [0] * len(files), r["results"]
+    r = backend("tasks", ops=[{"kind": "read", "path": p, "cap": 1 << 20} for p in files])
+    assert [(x["rc"], x["status"], x["hex"]) for x in r["results"]] == \
+        [(0, "ok", b) for b in files.values()]
+
+
+def test_a_task_left_under_way(backend):
+    # /pause never ends: its task is freed while it waits for the output's end. The backend
+    # goes on, from the same pool of connections.
+    r = backend("tasks", ops=[{"kind": "exec", "argv": ["/pause"], "out_cap": 10}] * 3,
+                abandon_ms=500)
+    assert [x.get("abandoned") for x in r["results"]] == [True] * 3
+    r = backend("tasks", ops=[{"kind": "exec", "argv": ["/hello", str(i)], "out_cap": 100}
+                              for i in range(20)])
+    assert [(x["rc"], x["exit_code"]) for x in r["results"]] == [(0, i) for i in range(20)]
+
+
+def test_a_flood_breaks_the_stream_not_the_host(ops, container):
+    # A command that prints without end and never reads its stdin, written 16 MiB: the
+    # write reads its output meanwhile, which nobody takes, until the stream's bound. Without
+    # the bound this process would hold all the command prints for the write's 30 s.
+    o = ops()
+    assert o("new", container=container)["rc"] == 0
+    r = o("flood", argv=["/spew", "1000000000000"], write_bytes=16 << 20)
+    assert r["open"] == [0, ""]
+    assert r["write"] == [E2BIG, "the stream of /spew is broken: its command printed more "
+                                 "than 4 MiB that were not read"]
+    # Broken from then on: the read says so, and the close closes.
+    assert r["read_ended"] is True and r["read_len"] == 0
+    assert r["read"][0] == E2BIG
+    assert r["state_left"] is False
+    assert r["hwm_kb"] - r["rss_kb"] < 32 << 10, (r["rss_kb"], r["hwm_kb"])
