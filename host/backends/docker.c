@@ -791,8 +791,7 @@ static int nb_want(void *ctx, void *task, struct mafh_pollfd *fds, int64_t *unti
 	switch (t->step) {
 	case EX_ATTACH:
 	case OPEN_ATTACH:
-		mafh__docker_hijack_opening_want(t->conn, &fds[0], &until);
-		n = 1;
+		n = mafh__docker_hijack_opening_want(t->conn, &fds[0], &until);
 		break;
 	case EX_FEED:
 	case EX_DRAIN:

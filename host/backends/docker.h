@@ -214,9 +214,9 @@ int mafh__docker_hijack_start(const char *socket_path, const char *target, const
  * engine at SOCKET: ..."), the request not sent, the engine's refusal, or 10 s passed. */
 int mafh__docker_hijack_opening(struct docker_hijack *h, int64_t now_ms,
 				struct mafh_error *err);
-/* While opening: what h waits on (*fd's events) and until when. */
-void mafh__docker_hijack_opening_want(const struct docker_hijack *h, struct mafh_pollfd *fd,
-				      int64_t *until_ms);
+/* While opening: what h waits on (*fd, returning 1, or no descriptor, 0) and until when. */
+int mafh__docker_hijack_opening_want(const struct docker_hijack *h, struct mafh_pollfd *fd,
+				     int64_t *until_ms);
 /* The connection's descriptor, for a caller's want (never read, written or closed there). */
 int mafh__docker_hijack_fd(const struct docker_hijack *h);
 /* Once open: reads what the connection holds now, at most about budget bytes, into the

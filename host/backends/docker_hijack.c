@@ -268,14 +268,20 @@ wait:
 	return refused(h, 0, 0, err);
 }
 
-void mafh__docker_hijack_opening_want(const struct docker_hijack *h, struct mafh_pollfd *fd,
-				      int64_t *until_ms)
+int mafh__docker_hijack_opening_want(const struct docker_hijack *h, struct mafh_pollfd *fd,
+				     int64_t *until_ms)
 {
+	*until_ms = h->deadline;
+	/* Before a connect tried again, the socket is watched for nothing: unconnected, it
+	 * would be reported hung up at once. */
+	if (h->st == HJ_CONNECT && !h->connecting) {
+		if (h->retry_at < h->deadline)
+			*until_ms = h->retry_at;
+		return 0;
+	}
 	fd->fd = h->fd;
 	fd->events = h->st == HJ_HEAD ? POLLIN : POLLOUT;
-	*until_ms = h->deadline;
-	if (h->st == HJ_CONNECT && !h->connecting && h->retry_at < h->deadline)
-		*until_ms = h->retry_at;
+	return 1;
 }
 
 int mafh__docker_hijack_fd(const struct docker_hijack *h)

@@ -430,10 +430,14 @@ int mafh__docker_xfer_start(struct docker_http *h, const struct docker_request *
 			x->headers = more;
 		}
 	}
+	errno = 0;
 	if (!x->headers || !(x->s = slot_take(h))) {
+		int e = errno == EMFILE || errno == ENFILE ? errno : ENOMEM;
+
 		mafh__docker_xfer_free(x);
-		return mafh__error_set(err, MAFH_ENOMEM, "out of memory talking to the Docker "
-				       "engine");
+		/* A multi handle holds a socketpair of its own (libcurl's wakeup). */
+		return mafh__error_set(err, -e, "cannot set up a request to the Docker engine: %s",
+				       strerror(e));
 	}
 	if (set_options(x, url) < 0) {
 		mafh__docker_xfer_free(x);
@@ -472,6 +476,16 @@ int mafh__docker_xfer_want(const struct docker_xfer *x, struct mafh_pollfd *fds,
 	return n;
 }
 
+/* A multi call that failed (out of memory, a callback's refusal) ends the transfer. */
+static void acted(struct docker_xfer *x, CURLMcode mc)
+{
+	if (mc == CURLM_OK || x->done)
+		return;
+	x->done = 1;
+	x->result = mc == CURLM_OUT_OF_MEMORY ? CURLE_OUT_OF_MEMORY : CURLE_RECV_ERROR;
+	snprintf(x->errbuf, sizeof(x->errbuf), "%s", curl_multi_strerror(mc));
+}
+
 /* Tells libcurl what is ready among the request's sockets (looked at now, without waiting)
  * and whether its timer is due, then whether the transfer is over. */
 static void drive(struct docker_xfer *x, int64_t now)
@@ -499,14 +513,14 @@ static void drive(struct docker_xfer *x, int64_t now)
 			ev |= CURL_CSELECT_OUT;
 		/* A socket an earlier call closed is unknown to libcurl, which ignores it. */
 		if (ev)
-			curl_multi_socket_action(x->s->multi, pf[i].fd, ev, &running);
+			acted(x, curl_multi_socket_action(x->s->multi, pf[i].fd, ev, &running));
 	}
 	if (now >= x->timer_at) {
 		x->timer_at = INT64_MAX;
-		curl_multi_socket_action(x->s->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+		acted(x, curl_multi_socket_action(x->s->multi, CURL_SOCKET_TIMEOUT, 0, &running));
 	}
 	while ((msg = curl_multi_info_read(x->s->multi, &i))) {
-		if (msg->msg == CURLMSG_DONE) {
+		if (msg->msg == CURLMSG_DONE && !x->done) {
 			x->done = 1;
 			x->result = msg->data.result;
 		}
@@ -525,7 +539,7 @@ int mafh__docker_xfer_step(struct docker_xfer *x, int64_t now_ms, struct mafh_er
 	x->now = now_ms;
 	if (!x->done)
 		drive(x, now_ms);
-	if (!x->done && x->sock_overflow) {
+	if (x->sock_overflow) {
 		x->done = 1;
 		x->result = CURLE_RECV_ERROR;
 		snprintf(x->errbuf, sizeof(x->errbuf), "more than %d sockets at once",
