@@ -2,8 +2,11 @@
  * in this directory: one JSON object a line on stdin, one answer a line on stdout, so a test
  * can change the engine's world (stop or remove the container) between two operations.
  * Bytes cross as hex.
- *   {"op":"new","container":C,"launcher":L,"socket":S}   L and S optional
- *   {"op":"exec","argv":[...],"timeout_ms":N,"out_cap":N}
+ *   {"op":"new","container":C,"launcher":L,"socket":S,"exec_stdin":true}   L, S optional;
+ *       with exec_stdin, the ops are given to a backend over the Docker backend's own that
+ *       declares MAFH_CAP_EXEC_STDIN too (the Docker backend does not declare it)
+ *   {"op":"exec","argv":[...],"timeout_ms":N,"out_cap":N,"stdin_hex":H}   with stdin_hex,
+ *       mafh_backend_exec_input
  *   {"op":"write","path":P,"hex":H}
  *   {"op":"read","path":P,"cap":N}
  *   {"op":"stat","path":P}
@@ -12,9 +15,10 @@
  * Through mafh_task_* (the backend's ops without blocking), from this one thread, in one
  * poll(2) loop over the descriptors the tasks hand out:
  *   {"op":"tasks","ops":[OP,...],"abandon_ms":N}   all of them at once, each OP one of
- *       {"kind":"exec","argv":[...],"timeout_ms":N,"out_cap":N}, {"kind":"read","path":P,
- *       "cap":N}, {"kind":"stat","path":P}, {"kind":"write","path":P,"hex":H}; with
- *       abandon_ms, the tasks still under way then are freed ("abandoned"). Answers
+ *       {"kind":"exec","argv":[...],"timeout_ms":N,"out_cap":N,"stdin_hex":H},
+ *       {"kind":"read","path":P,"cap":N}, {"kind":"stat","path":P} and
+ *       {"kind":"write","path":P,"hex":H}; with abandon_ms, the tasks still under way then
+ *       are freed ("abandoned"). Answers
  *       "results" (one a task, with what the blocking ops give), "fds_max" (the most
  *       descriptors watched at once) and "threads_max" (this process's threads, at most).
  *   {"op":"streams","argv":[...],"hex":[H,...]}   a stream a hex string, all at once: each
@@ -40,6 +44,7 @@
 #include <unistd.h>
 
 #include "cJSON.h"
+#include "internal.h"
 #include "mafhost.h"
 
 #define LINE_MAX_BYTES (64u << 20)
@@ -551,6 +556,40 @@ static int do_flood(struct mafh_backend *b, const cJSON *in, cJSON *out)
 	return 0;
 }
 
+/* The Docker backend a line made, when *b is the same with MAFH_CAP_EXEC_STDIN. */
+static struct mafh_backend *docker_b;
+
+/* The Docker backend's ops under a backend that declares MAFH_CAP_EXEC_STDIN too, as a
+ * binding that offers exec_input over them would: *b becomes that one (docker_b keeps the
+ * Docker backend, which it borrows). */
+static int with_exec_stdin(struct mafh_backend **b)
+{
+	struct mafh_backend *w;
+	int rc = mafh__backend_new_nb(mafh_backend_caps(*b) | MAFH_CAP_EXEC_STDIN,
+				      mafh_backend_launcher_path(*b), (*b)->ops.ctx, NULL, (*b)->nb,
+				      &w);
+
+	if (rc < 0)
+		return rc;
+	docker_b = *b;
+	*b = w;
+	return 0;
+}
+
+static struct mafh_backend *docker_of(struct mafh_backend *b)
+{
+	return docker_b ? docker_b : b;
+}
+
+static void backend_free(struct mafh_backend **b)
+{
+	if (docker_b)
+		mafh_backend_free(*b);
+	mafh_backend_free(docker_of(*b));
+	docker_b = NULL;
+	*b = NULL;
+}
+
 /* Performs one operation over *b into out; 0, the code of a failure, or BAD_LINE. */
 static int perform(struct mafh_backend **b, const cJSON *in, cJSON *out, struct mafh_error *err)
 {
@@ -564,10 +603,12 @@ static int perform(struct mafh_backend **b, const cJSON *in, cJSON *out, struct 
 
 		mafh_docker_options_init(&o);
 		o.socket_path = str(in, "socket");
-		mafh_backend_free(*b);
-		*b = NULL;
-		return mafh_backend_docker_new(str(in, "container"), str(in, "launcher"), &o, b,
-					       err);
+		backend_free(b);
+		rc = mafh_backend_docker_new(str(in, "container"), str(in, "launcher"), &o, b,
+					     err);
+		if (rc == 0 && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(in, "exec_stdin")))
+			rc = with_exec_stdin(b);
+		return rc;
 	}
 	if (!*b)
 		return BAD_LINE;
@@ -581,8 +622,18 @@ static int perform(struct mafh_backend **b, const cJSON *in, cJSON *out, struct 
 			return BAD_LINE;
 		for (i = 0; i < n; i++)
 			argv[i] = cJSON_GetArrayItem(args, i)->valuestring;
-		rc = mafh_backend_exec(*b, argv, (int64_t)num(in, "timeout_ms", 0),
-				       (size_t)num(in, "out_cap", 1 << 20), &res, err);
+		if (str(in, "stdin_hex")) {
+			size_t len = 0;
+			char *data = bytes_of(str(in, "stdin_hex"), &len);
+
+			rc = mafh_backend_exec_input(*b, argv, data, len,
+						     (int64_t)num(in, "timeout_ms", 0),
+						     (size_t)num(in, "out_cap", 1 << 20), &res, err);
+			free(data);
+		} else {
+			rc = mafh_backend_exec(*b, argv, (int64_t)num(in, "timeout_ms", 0),
+					       (size_t)num(in, "out_cap", 1 << 20), &res, err);
+		}
 		free(argv);
 		cJSON_AddNumberToObject(out, "exit_code", res.exit_code);
 		cJSON_AddBoolToObject(out, "timed_out", res.timed_out);
@@ -626,7 +677,7 @@ static int perform(struct mafh_backend **b, const cJSON *in, cJSON *out, struct 
 
 		if (!t)
 			return BAD_LINE;
-		rc = mafh_backend_docker_mkdtemp(*b, t, err);
+		rc = mafh_backend_docker_mkdtemp(docker_of(*b), t, err);
 		cJSON_AddStringToObject(out, "path", t);
 		free(t);
 		return rc;
@@ -638,7 +689,8 @@ static int perform(struct mafh_backend **b, const cJSON *in, cJSON *out, struct 
 	if (strcmp(op, "flood") == 0)
 		return do_flood(*b, in, out);
 	if (strcmp(op, "requests") == 0) {
-		cJSON_AddNumberToObject(out, "requests", (double)mafh_backend_docker_requests(*b));
+		cJSON_AddNumberToObject(out, "requests",
+					(double)mafh_backend_docker_requests(docker_of(*b)));
 		return 0;
 	}
 	return BAD_LINE;
@@ -677,7 +729,7 @@ int main(void)
 		cJSON_Delete(in);
 		cJSON_Delete(out);
 	}
-	mafh_backend_free(b);
+	backend_free(&b);
 	free(line);
 	return 0;
 }
