@@ -348,8 +348,8 @@ MAFH_API void mafh_docker_options_init(struct mafh_docker_options *opts);
  *     (the write reads its output meanwhile, so that neither side waits on the other)
  *     breaks the stream (MAFH_E2BIG, then every op fails). A write without a timeout gets
  *     30 s. Closing ends its stdin and waits up to 1 s for its output's end, then closes
- *     the connection; the engine cannot end an exec, so a command that ignores its stdin's
- *     end may go on in the container.
+ *     the connection (mafh_backend_state_free closes it at once); the engine cannot end an
+ *     exec, so a command that ignores its stdin's end may go on in the container.
  * Caps: EXEC, FILES_IN, FILES_OUT, DETACHED_EXEC, BLOCKING_EXEC and STREAM (the auto
  * transport); no WAIT_CHANGE, so the relay and wait transports find requests with an exec,
  * and files polls.

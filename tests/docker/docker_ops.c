@@ -27,6 +27,9 @@
  *       Answers "results" ({"open","write","close": [rc, message], "out": hex, "ended",
  *       "end": [rc, message] of the read that saw the end, "state_left"}),
  *       "fds_max" and "threads_max".
+ *   {"op":"threads","n":N,"each":M,"argv":[...],"dir":D}   N threads at once, each making M
+ *       blocking execs of argv and M writes and reads of a file of its own in D: "ok", the
+ *       count of those that went as they should (2 * N * M), "errors", their sentences.
  *   {"op":"flood","argv":[...],"write_bytes":N}   a stream opened, N bytes written while its
  *       command prints without end, then a read and its close: "write" and "read" ([rc,
  *       message]), "read_ended", and "rss_kb" and "hwm_kb" (this process's resident memory
@@ -36,6 +39,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -507,6 +511,77 @@ static int one(struct mafh_backend *b, struct job *j, enum mafh_op_kind kind)
 	return j->rc < 0 ? j->rc : j->res->error;
 }
 
+/* ---- threads --------------------------------------------------------------------------- */
+
+struct worker {
+	pthread_t tid;
+	struct mafh_backend *b;
+	const char **argv;
+	int each, ok;
+	char path[64];
+	struct mafh_error err;
+};
+
+/* Blocking calls from a thread of its own: execs of argv (exit code 0 expected), and a
+ * file written and read back each time. */
+static void *work(void *ud)
+{
+	struct worker *w = ud;
+	int i;
+
+	for (i = 0; i < w->each; i++) {
+		struct mafh_exec_result x;
+		struct mafh_read_result r;
+		char data[32];
+		int n = snprintf(data, sizeof(data), "%s %d", w->path, i);
+
+		if (mafh_backend_exec(w->b, w->argv, 60000, 1024, &x, &w->err) == 0 &&
+		    x.exit_code == 0 && !x.timed_out)
+			w->ok++;
+		mafh_exec_result_clear(&x);
+		if (mafh_backend_write_file(w->b, w->path, data, (size_t)n, NULL, &w->err) == 0 &&
+		    mafh_backend_read_file(w->b, w->path, 100, &r, &w->err) == 0 &&
+		    r.status == MAFH_READ_OK && r.len == (size_t)n && memcmp(r.data, data, r.len) == 0)
+			w->ok++;
+		mafh_read_result_clear(&r);
+	}
+	return NULL;
+}
+
+static int do_threads(struct mafh_backend *b, const cJSON *in, cJSON *out)
+{
+	int n = (int)num(in, "n", 8), each = (int)num(in, "each", 4), i, ok = 0;
+	struct worker *w = calloc((size_t)n, sizeof(*w));
+	const char **argv = argv_of(in);
+	const char *dir = str(in, "dir");
+	cJSON *errors = cJSON_AddArrayToObject(out, "errors");
+
+	if (!w || !argv || !dir || n < 1) {
+		free(w);
+		free(argv);
+		return 1;
+	}
+	for (i = 0; i < n; i++) {
+		w[i].b = b;
+		w[i].argv = argv;
+		w[i].each = each;
+		snprintf(w[i].path, sizeof(w[i].path), "%.40s/t%d", dir, i);
+		if (pthread_create(&w[i].tid, NULL, work, &w[i]) != 0)
+			w[i].each = -1;
+	}
+	for (i = 0; i < n; i++) {
+		if (w[i].each >= 0)
+			pthread_join(w[i].tid, NULL);
+		ok += w[i].ok;
+		if (w[i].err.message[0])
+			cJSON_AddItemToArray(errors, cJSON_CreateString(w[i].err.message));
+	}
+	cJSON_AddNumberToObject(out, "ok", ok);
+	free(w);
+	free(argv);
+	return 0;
+}
+
 static int do_flood(struct mafh_backend *b, const cJSON *in, cJSON *out)
 {
 	struct job j;
@@ -688,6 +763,8 @@ static int perform(struct mafh_backend **b, const cJSON *in, cJSON *out, struct 
 		return do_streams(*b, in, out);
 	if (strcmp(op, "flood") == 0)
 		return do_flood(*b, in, out);
+	if (strcmp(op, "threads") == 0)
+		return do_threads(*b, in, out);
 	if (strcmp(op, "requests") == 0) {
 		cJSON_AddNumberToObject(out, "requests",
 					(double)mafh_backend_docker_requests(docker_of(*b)));

@@ -224,3 +224,11 @@ def test_exec_inputs_at_once_through_tasks(stdin_backend):
     assert [(x["rc"], x["exit_code"], x["out"]) for x in r["results"]] == \
         [(0, i, d) for i, d in enumerate(data)]
     assert r["threads_max"] == 1
+
+
+def test_blocking_calls_from_threads_at_once(backend):
+    # Nothing of the backend is held for an op: eight threads go on at once, each with its
+    # own requests (and connections from the one pool).
+    d = backend("mkdtemp", template="/tmp/th-XXXXXX")["path"]
+    r = backend("threads", n=8, each=5, argv=["/hello"], dir=d)
+    assert (r["rc"], r["ok"], r["errors"]) == (0, 2 * 8 * 5, [])
