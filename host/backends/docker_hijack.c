@@ -246,11 +246,12 @@ int mafh__docker_hijack_opening(struct docker_hijack *h, int64_t now_ms,
 			     ? mafh__docker_demux_feed(&h->demux, h->head + hl,
 						       h->have - (size_t)hl, h->sink, h->ud) : 0;
 			if (rc == -2)
-				return mafh__error_set(err, MAFH_ENOMEM, "out of memory reading the "
-						       "stream of %s", h->name);
+				return mafh__error_set(err, MAFH_ENOMEM, "out of memory reading "
+						       "the stream of %s", h->name);
 			if (rc < 0)
-				return mafh__error_set(err, MAFH_EPROTO, "the stream of %s is not "
-						       "framed as an exec's output", h->name);
+				return mafh__error_set(err, MAFH_EPROTO, "the stream of %s is "
+						       "not framed as an exec's output",
+						       h->name);
 			return 0;
 		case HJ_OPEN:
 			return 0;
@@ -316,8 +317,8 @@ int mafh__docker_hijack_pull(struct docker_hijack *h, size_t budget, struct mafh
 		if (rc == -2)
 			return MAFH_ECANCELED;
 		if (rc < 0)
-			return mafh__error_set(err, MAFH_EPROTO, "the stream of %s is not framed as "
-					       "an exec's output", h->name);
+			return mafh__error_set(err, MAFH_EPROTO, "the stream of %s is not framed "
+					       "as an exec's output", h->name);
 	}
 	return got ? 1 : 0;
 }

@@ -237,9 +237,10 @@ static int loop(struct mafh_backend *b, struct job *jobs, int n, job_over_fn on_
 
 			while (!j->over) {
 				if (j->t && mafh_task_advance(j->t, now, &w, &j->res) == 1) {
-					for (k = 0; k < w.nfds; k++)
-						pf[nfds++] = (struct pollfd){.fd = w.fds[k].fd,
-									     .events = w.fds[k].events};
+					for (k = 0; k < w.nfds; k++, nfds++) {
+						pf[nfds].fd = w.fds[k].fd;
+						pf[nfds].events = w.fds[k].events;
+					}
 					if (w.until_ms < until)
 						until = w.until_ms;
 					pending++;
@@ -269,8 +270,9 @@ static int loop(struct mafh_backend *b, struct job *jobs, int n, job_over_fn on_
 		}
 		if (abandon_ms > 0 && start + abandon_ms < until)
 			until = start + abandon_ms;
-		poll(pf, (nfds_t)nfds, until == INT64_MAX ? 1000
-				       : until <= now ? 0 : until - now > 1000 ? 1000 : (int)(until - now));
+		/* At least once a second: the loop's own bounds are looked at. */
+		poll(pf, (nfds_t)nfds, until <= now ? 0 : until - now > 1000 ? 1000
+						    : (int)(until - now));
 		now = now_ms();
 	}
 	free(pf);
@@ -531,8 +533,8 @@ static void *work(void *ud)
 
 	for (i = 0; i < w->each; i++) {
 		struct mafh_exec_result x;
-		struct mafh_read_result r;
-		char data[32];
+		struct mafh_read_result r = {0};
+		char data[96];
 		int n = snprintf(data, sizeof(data), "%s %d", w->path, i);
 
 		if (mafh_backend_exec(w->b, w->argv, 60000, 1024, &x, &w->err) == 0 &&
@@ -541,7 +543,8 @@ static void *work(void *ud)
 		mafh_exec_result_clear(&x);
 		if (mafh_backend_write_file(w->b, w->path, data, (size_t)n, NULL, &w->err) == 0 &&
 		    mafh_backend_read_file(w->b, w->path, 100, &r, &w->err) == 0 &&
-		    r.status == MAFH_READ_OK && r.len == (size_t)n && memcmp(r.data, data, r.len) == 0)
+		    r.status == MAFH_READ_OK && r.len == (size_t)n &&
+		    memcmp(r.data, data, r.len) == 0)
 			w->ok++;
 		mafh_read_result_clear(&r);
 	}
