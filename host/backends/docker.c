@@ -1,7 +1,13 @@
 /* The Docker backend: a container reached through the Docker Engine API on its unix socket.
+ * Every op is a small state machine over engine requests, none of which blocks (struct
+ * mafh__nb_ops): started, then stepped whenever what it waits on (a request's socket, its
+ * timer, a pause, the exec's deadline) is ready.
  *   exec:       POST /containers/{id}/exec (argv as Cmd, stdout and stderr attached, no
  *               tty), POST /exec/{eid}/start (the multiplexed stream, split by
  *               docker_parse.c), then GET /exec/{eid}/json until it has ended (ExitCode).
+ *               With an input: stdin attached too, the start on a connection the engine
+ *               hands over (docker_hijack.c), the input written and ended on it while the
+ *               output is read, then the same inspections.
  *   write_file: PUT /containers/{id}/archive?path=/ with a tar of the one file at its path
  *               below / (the engine makes missing parents, and replaces a file or symlink
  *               at the path without following it; noOverwriteDirNonDir keeps a directory).
@@ -9,15 +15,17 @@
  *               stopped at the path-stat header when that says it is no regular file or
  *               past the cap.
  *   stat:       HEAD of the same: the X-Docker-Container-Path-Stat header.
- * Every operation takes the backend's lock, so calls from several threads take turns on its
- * one connection. */
+ *   stream_*:   an exec with stdin attached, started on a connection handed over, kept in
+ *               the op's state slot (docker_hijack.c).
+ * What the backend holds (the container's name and id, the engine's socket, the pool of
+ * connections in docker_http.c) is read-only or locked: ops go on at once, from any
+ * threads. */
 #include <errno.h>
-#include <pthread.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <time.h>
 
 #include "cJSON.h"
 #include "docker.h"
@@ -39,10 +47,11 @@
 #define INSPECT_FIRST_MS 1
 #define INSPECT_MAX_MS 50
 #define MKDTEMP_TRIES 16
+/* What an exec with an input reads of its output in one step. */
+#define STEP_READ (256u << 10)
 
 struct docker {
 	struct docker_http *http;
-	pthread_mutex_t lock;
 	char *name;                /* the container as given, for sentences */
 	char id[129];              /* its full id, as the engine says */
 	char *launcher;
@@ -52,14 +61,12 @@ static void docker_destroy(void *ctx);
 
 /* ---- shared pieces -------------------------------------------------------------------- */
 
-static int64_t left_ms(int64_t deadline)
+/* A request's timeout within an exec's deadline (0: none, REQUEST_TIMEOUT_MS). */
+static int64_t left_ms(int64_t deadline, int64_t now)
 {
-	int64_t left;
-
 	if (!deadline)
 		return REQUEST_TIMEOUT_MS;
-	left = deadline - mafh__now_ms();
-	return left > 0 ? left : 1;
+	return deadline - now > 0 ? deadline - now : 1;
 }
 
 /* text[0..len) as one printable line: up to the first line end, control bytes as '?'. */
@@ -122,7 +129,7 @@ static int path_ok(const char *path, struct mafh_error *err)
 /* "/containers/ID/archive?path=ESCAPED[extra]", malloc'd, or NULL. */
 static char *archive_target(struct docker *d, const char *path, const char *extra)
 {
-	char *esc = mafh__docker_escape(d->http, path), *t = NULL;
+	char *esc = mafh__docker_escape(path), *t = NULL;
 
 	if (esc && asprintf(&t, "/containers/%s/archive?path=%s%s", d->id, esc, extra) < 0)
 		t = NULL;
@@ -130,7 +137,7 @@ static char *archive_target(struct docker *d, const char *path, const char *extr
 	return t;
 }
 
-/* ---- exec ----------------------------------------------------------------------------- */
+/* ---- what the engine sends as requests go ---------------------------------------------- */
 
 /* Where an exec's stream goes: stdout up to the caller's cap, its first bytes apart,
  * stderr and the engine's own errors up to theirs. */
@@ -185,290 +192,6 @@ static int stream_sink(void *ud, const char *p, size_t n)
 	return rc < 0 ? -1 : 0;
 }
 
-/* POST /containers/{id}/exec: the exec's id in eid. 0, 1 when the deadline passed, or an
- * error. */
-static int exec_create(struct docker *d, const char *const *argv, int with_stdin,
-		       int64_t deadline, char *eid, size_t eid_size, const char *what,
-		       struct mafh_error *err)
-{
-	struct docker_request req = {.method = "POST", .content_type = "application/json",
-				     .reply_cap = DOCKER_REPLY_MAX};
-	struct docker_reply r;
-	cJSON *body = cJSON_CreateObject();
-	char *text = NULL, target[200];
-	int n = 0, rc;
-
-	while (argv[n])
-		n++;
-	if (!body || !cJSON_AddItemToObject(body, "Cmd", cJSON_CreateStringArray(argv, n)) ||
-	    !cJSON_AddBoolToObject(body, "AttachStdin", with_stdin) ||
-	    !cJSON_AddTrueToObject(body, "AttachStdout") ||
-	    !cJSON_AddTrueToObject(body, "AttachStderr") || !cJSON_AddFalseToObject(body, "Tty") ||
-	    !(text = cJSON_PrintUnformatted(body))) {
-		cJSON_Delete(body);
-		return mafh__error_set(err, MAFH_ENOMEM, "out of memory making an exec");
-	}
-	cJSON_Delete(body);
-	snprintf(target, sizeof(target), "/containers/%s/exec", d->id);
-	req.target = target;
-	req.body = text;
-	req.body_len = strlen(text);
-	req.timeout_ms = left_ms(deadline);
-	rc = mafh__docker_http_do(d->http, &req, &r, err);
-	free(text);
-	if (rc < 0)
-		return rc;
-	if (r.timed_out) {
-		rc = deadline ? 1 : timed_out(d, what, req.timeout_ms, err);
-	} else if (r.status != 201) {
-		rc = engine_error(d, &r, what, err);
-	} else if (mafh__docker_exec_id_parse(r.body, r.body_len, eid, eid_size) < 0) {
-		rc = mafh__error_set(err, MAFH_EPROTO, "%s failed: the Docker engine's answer "
-				     "holds no exec id", what);
-	}
-	mafh__docker_reply_clear(&r);
-	return rc;
-}
-
-/* GET /exec/{eid}/json until the exec has ended. 0 and *st, 1 when the deadline passed, or
- * an error. */
-static int exec_wait(struct docker *d, const char *eid, int64_t deadline,
-		     struct docker_exec_state *st, const char *what, struct mafh_error *err)
-{
-	struct docker_request req = {.method = "GET", .reply_cap = DOCKER_REPLY_MAX};
-	int64_t pause = INSPECT_FIRST_MS;
-	char target[200];
-	int rc;
-
-	snprintf(target, sizeof(target), "/exec/%s/json", eid);
-	req.target = target;
-	for (;;) {
-		struct docker_reply r;
-
-		req.timeout_ms = left_ms(deadline);
-		rc = mafh__docker_http_do(d->http, &req, &r, err);
-		if (rc < 0)
-			return rc;
-		if (r.timed_out)
-			rc = deadline ? 1 : timed_out(d, what, req.timeout_ms, err);
-		else if (r.status != 200)
-			rc = engine_error(d, &r, what, err);
-		else if (mafh__docker_exec_state_parse(r.body, r.body_len, st) < 0)
-			rc = mafh__error_set(err, MAFH_EPROTO, "%s failed: the Docker engine's "
-					     "account of the exec cannot be read", what);
-		mafh__docker_reply_clear(&r);
-		if (rc != 0)
-			return rc;
-		/* The stream ends with the process's output; its exit comes to the engine
-		 * apart, and may come a moment later. */
-		if (!st->running && st->has_exit_code)
-			return 0;
-		if (deadline && mafh__now_ms() + pause >= deadline)
-			return 1;
-		mafh__sleep_until_ms(mafh__now_ms() + pause);
-		pause = pause * 2 > INSPECT_MAX_MS ? INSPECT_MAX_MS : pause * 2;
-	}
-}
-
-static int docker_exec(void *ctx, const char *const *argv, int64_t timeout_ms, size_t out_cap,
-		       struct mafh_exec_result *res, struct mafh_error *err)
-{
-	static const char start_body[] = "{\"Detach\":false,\"Tty\":false}";
-	struct docker *d = ctx;
-	struct docker_request req = {.method = "POST", .content_type = "application/json",
-				     .body = start_body, .body_len = sizeof(start_body) - 1,
-				     .sink = stream_sink};
-	struct docker_reply r = {0};
-	struct docker_exec_state st;
-	struct exec_sinks s;
-	int64_t deadline = timeout_ms > 0 ? mafh__now_ms() + timeout_ms : 0;
-	char eid[129], target[200], what[300], msg[200];
-	int rc;
-
-	memset(res, 0, sizeof(*res));
-	memset(&s, 0, sizeof(s));
-	mafh__docker_demux_init(&s.demux);
-	s.out_cap = out_cap;
-	res->exit_code = -1;
-	snprintf(what, sizeof(what), "running %s in the container '%s'", argv[0], d->name);
-	pthread_mutex_lock(&d->lock);
-	rc = exec_create(d, argv, 0, deadline, eid, sizeof(eid), what, err);
-	if (rc != 0)
-		goto out;
-	snprintf(target, sizeof(target), "/exec/%s/start", eid);
-	req.target = target;
-	/* The stream lasts as long as the command's output: only the caller's timeout bounds
-	 * it. */
-	req.timeout_ms = deadline ? left_ms(deadline) : 0;
-	req.ud = &s;
-	rc = mafh__docker_http_do(d->http, &req, &r, err);
-	if (rc < 0)
-		goto out;
-	if (s.nomem) {
-		rc = mafh__error_set(err, MAFH_ENOMEM, "out of memory reading the output of %s",
-				     argv[0]);
-		goto out;
-	}
-	if (r.timed_out) {
-		rc = 1;
-		goto out;
-	}
-	if (r.status != 200) {
-		rc = engine_error(d, &r, what, err);
-		goto out;
-	}
-	if (s.unframed || !mafh__docker_demux_whole(&s.demux)) {
-		rc = mafh__error_set(err, MAFH_EPROTO, "%s failed: the Docker engine's stream %s",
-				     what, s.unframed ? "is not framed as an exec's output"
-						      : "ended inside a frame");
-		goto out;
-	}
-	rc = exec_wait(d, eid, deadline, &st, what, err);
-	if (rc != 0)
-		goto out;
-	if (s.syserr_len) {
-		printable(msg, sizeof(msg), s.syserr, s.syserr_len);
-		rc = mafh__error_set(err, MAFH_EIO, "%s failed: %s", what, msg);
-		goto out;
-	}
-	/* A command the engine could not start never had a process; the engine's reason is
-	 * the one line it wrote into the stream. */
-	if (st.pid == 0 && (st.exit_code == 126 || st.exit_code == 127)) {
-		printable(msg, sizeof(msg), s.head, s.head_len);
-		rc = mafh__error_set(err, MAFH_EIO, "the Docker engine could not start %s in the "
-				     "container '%s': %s", argv[0], d->name,
-				     msg[0] ? msg : "it gave no reason");
-		goto out;
-	}
-	res->exit_code = st.exit_code;
-out:
-	mafh__docker_reply_clear(&r);
-	pthread_mutex_unlock(&d->lock);
-	if (rc == 1) {
-		/* The deadline passed: what came so far is kept. The engine cannot end an exec,
-		 * so the command may still be running in the container. */
-		res->timed_out = 1;
-		res->exit_code = -1;
-		rc = 0;
-	}
-	if (rc < 0) {
-		free(s.out);
-		free(s.err);
-		res->exit_code = -1;
-		return rc;
-	}
-	res->out = s.out;
-	res->out_len = s.out_len;
-	res->err = s.err;
-	res->err_len = s.err_len;
-	return 0;
-}
-
-/* ---- stream ---------------------------------------------------------------------------- */
-
-/* An exec whose stdin and stdout stay attached: created here through libcurl, started on a
- * connection of its own that the engine hands over (docker_hijack.c). */
-static int docker_stream_open(void *ctx, const char *const *argv, void **stream,
-			      struct mafh_error *err)
-{
-	static const char start_body[] = "{\"Detach\":false,\"Tty\":false}";
-	struct docker *d = ctx;
-	struct docker_hijack *h = NULL;
-	char eid[129], target[200], what[300];
-	int rc;
-
-	*stream = NULL;
-	snprintf(what, sizeof(what), "starting %s in the container '%s'", argv[0], d->name);
-	pthread_mutex_lock(&d->lock);
-	rc = exec_create(d, argv, 1, mafh__now_ms() + REQUEST_TIMEOUT_MS, eid, sizeof(eid), what,
-			 err);
-	pthread_mutex_unlock(&d->lock);
-	if (rc == 1)
-		rc = mafh__error_set(err, MAFH_ETIMEDOUT, "%s: the Docker engine did not answer",
-				     what);
-	if (rc != 0)
-		return rc;
-	snprintf(target, sizeof(target), "/exec/%s/start", eid);
-	rc = mafh__docker_hijack_start(mafh__docker_http_socket(d->http), target, start_body,
-				       argv[0], &h, err);
-	if (rc == 0)
-		*stream = h;
-	return rc;
-}
-
-static int docker_stream_write(void *ctx, void *stream, const void *data, size_t len,
-			       int64_t timeout_ms, struct mafh_error *err)
-{
-	(void)ctx;
-	return mafh__docker_hijack_write(stream, data, len, timeout_ms, err);
-}
-
-static int docker_stream_read(void *ctx, void *stream, void *buf, size_t cap,
-			      int64_t timeout_ms, struct mafh_error *err)
-{
-	(void)ctx;
-	return mafh__docker_hijack_read(stream, buf, cap, timeout_ms, err);
-}
-
-static void docker_stream_close(void *ctx, void *stream)
-{
-	(void)ctx;
-	mafh__docker_hijack_close(stream);
-}
-
-/* ---- files ---------------------------------------------------------------------------- */
-
-static int docker_write_file(void *ctx, const char *path, const void *data, size_t len,
-			     const char *replaces, struct mafh_error *err)
-{
-	struct docker *d = ctx;
-	struct docker_request req = {.method = "PUT", .content_type = "application/x-tar",
-				     .timeout_ms = REQUEST_TIMEOUT_MS};
-	struct docker_reply r = {0};
-	char *tar = NULL, *target = NULL, what[DOCKER_PATH_MAX + 200], *msg = NULL;
-	size_t tar_len;
-	int rc;
-
-	/* Each write makes the file afresh: there is nothing to gain from a file the run is
-	 * done with. */
-	(void)replaces;
-	if ((rc = path_ok(path, err)) < 0)
-		return rc;
-	snprintf(what, sizeof(what), "writing %s into the container '%s'", path, d->name);
-	rc = mafh__docker_tar_one(path + 1, 0, 0644, data, len, &tar, &tar_len, err);
-	if (rc < 0)
-		return rc;
-	pthread_mutex_lock(&d->lock);
-	target = archive_target(d, "/", "&noOverwriteDirNonDir=true");
-	if (!target) {
-		rc = mafh__error_set(err, MAFH_ENOMEM, "out of memory writing %s", path);
-		goto out;
-	}
-	req.target = target;
-	req.body = tar;
-	req.body_len = tar_len;
-	rc = mafh__docker_http_do(d->http, &req, &r, err);
-	if (rc < 0)
-		goto out;
-	if (r.timed_out) {
-		rc = timed_out(d, what, req.timeout_ms, err);
-	} else if (r.status != 200) {
-		/* The whole message: the path it names may be long. */
-		msg = malloc(DOCKER_ERROR_BODY_MAX + 1);
-		if (msg)
-			mafh__docker_message(r.body, r.body_len, msg, DOCKER_ERROR_BODY_MAX + 1);
-		rc = msg && mafh__docker_written_then_gone(msg, path) ? 0
-								       : engine_error(d, &r, what, err);
-	}
-out:
-	pthread_mutex_unlock(&d->lock);
-	mafh__docker_reply_clear(&r);
-	free(msg);
-	free(target);
-	free(tar);
-	return rc;
-}
-
 /* What a read learns before the tar, and the tar as it comes. */
 struct read_state {
 	size_t cap, limit;
@@ -514,62 +237,6 @@ static int read_sink(void *ud, const char *p, size_t n)
 	return s->truncated ? -1 : 0;
 }
 
-static int docker_read_file(void *ctx, const char *path, size_t cap,
-			    struct mafh_read_result *res, struct mafh_error *err)
-{
-	struct docker *d = ctx;
-	struct read_state s = {.cap = cap};
-	struct docker_request req = {.method = "GET", .timeout_ms = REQUEST_TIMEOUT_MS,
-				     .sink = read_sink, .headers_done = read_headers, .ud = &s};
-	struct docker_reply r = {0};
-	char *target = NULL, what[DOCKER_PATH_MAX + 200], msg[200];
-	int rc;
-
-	memset(res, 0, sizeof(*res));
-	if ((rc = path_ok(path, err)) < 0)
-		return rc;
-	s.limit = cap > SIZE_MAX - TAR_SLACK - 1024 ? SIZE_MAX - 1 : cap + TAR_SLACK + 1024;
-	snprintf(what, sizeof(what), "reading %s in the container '%s'", path, d->name);
-	pthread_mutex_lock(&d->lock);
-	target = archive_target(d, path, "");
-	if (!target) {
-		rc = mafh__error_set(err, MAFH_ENOMEM, "out of memory reading %s", path);
-		goto out;
-	}
-	req.target = target;
-	rc = mafh__docker_http_do(d->http, &req, &r, err);
-	if (rc < 0)
-		goto out;
-	if (s.nomem) {
-		rc = mafh__error_set(err, MAFH_ENOMEM, "out of memory reading %s", path);
-	} else if (r.timed_out) {
-		rc = timed_out(d, what, req.timeout_ms, err);
-	} else if (r.status == 404) {
-		mafh__docker_message(r.body, r.body_len, msg, sizeof(msg));
-		if (strncmp(msg, "No such container", 17) == 0)
-			rc = engine_error(d, &r, what, err);
-		else
-			res->status = MAFH_READ_ABSENT;
-	} else if (r.status != 200) {
-		rc = engine_error(d, &r, what, err);
-	} else if (s.bad_header) {
-		rc = mafh__error_set(err, MAFH_EPROTO, "%s failed: the Docker engine's path-stat "
-				     "header cannot be read", what);
-	} else if (s.decided) {
-		res->status = s.ps.type != MAFH_FILE_REGULAR ? MAFH_READ_NOT_REGULAR
-							     : MAFH_READ_TOO_BIG;
-		res->size = res->status == MAFH_READ_TOO_BIG ? s.ps.size : 0;
-	} else {
-		rc = mafh__docker_tar_first(s.tar ? s.tar : "", s.len, s.truncated, cap, res, err);
-	}
-out:
-	pthread_mutex_unlock(&d->lock);
-	mafh__docker_reply_clear(&r);
-	free(target);
-	free(s.tar);
-	return rc;
-}
-
 /* A 2xx answer to a GET made only for the message of an error: stopped at its headers. */
 static int stop_at_success(void *ud, long status, const char *ps, size_t ps_len)
 {
@@ -579,92 +246,710 @@ static int stop_at_success(void *ud, long status, const char *ps, size_t ps_len)
 	return status >= 200 && status <= 299 ? -1 : 0;
 }
 
-/* Called with the lock held. 0 and *st; absence is st->exists = 0. */
-static int stat_locked(struct docker *d, const char *path, struct mafh_stat *st,
-		       struct mafh_error *err)
+/* ---- an op ---------------------------------------------------------------------------- */
+
+/* Where an op stands: each step waits on one thing (a request, the connection handed
+ * over, a pause), and next() takes it from one step to the next. */
+enum step {
+	EX_CREATE,     /* EXEC: POST /containers/{id}/exec */
+	EX_START,      /* POST /exec/{eid}/start, its answer the output's stream */
+	EX_ATTACH,     /* with an input: the start on a connection handed over */
+	EX_FEED,       /* the input written on it, the output read meanwhile */
+	EX_DRAIN,      /* the output read to its end */
+	EX_INSPECT,    /* GET /exec/{eid}/json */
+	EX_PAUSE,      /* between two inspections */
+	PUT_FILE,      /* WRITE: PUT /containers/{id}/archive?path=/ */
+	GET_FILE,      /* READ: GET /containers/{id}/archive?path=FILE */
+	HEAD_FILE,     /* STAT: HEAD of the same */
+	STAT_PROBE,    /* after a 404: GET /containers/{id}/json */
+	STAT_MESSAGE,  /* after another status: a GET of the path, for its message */
+	OPEN_CREATE,   /* STREAM_OPEN: POST /containers/{id}/exec, stdin attached */
+	OPEN_ATTACH,   /* its start on a connection handed over */
+	STDIO,         /* STREAM_READ, STREAM_WRITE, STREAM_CLOSE (docker_hijack.c) */
+	SLEEP,         /* WAIT_UNTIL: the engine tells of no change, so a sleep */
+};
+
+/* next()'s word for an exec whose deadline passed: timed_out, with what came. */
+#define TIMED_OUT 2
+
+struct task {
+	struct docker *d;
+	const struct mafh_op *op;
+	void **state;
+	enum step step;
+	int64_t deadline;          /* the exec's; 0: none */
+	char what[DOCKER_PATH_MAX + 200];
+	/* The request under way, and what it borrows. */
+	struct docker_xfer *x;
+	struct docker_request req;
+	struct docker_reply r;
+	char *target;
+	char *body;
+	size_t body_len;
+	/* EXEC */
+	struct exec_sinks sinks;
+	char eid[129];
+	struct docker_exec_state es;
+	int64_t pause, wake_at;
+	struct docker_hijack *conn;
+	size_t fed;
+	/* READ */
+	struct read_state rs;
+	/* STAT */
+	int was_404;
+	/* STREAM_OPEN: the state made for the connection; the other stream ops. */
+	struct docker_stdio *stdio;
+	struct docker_stdio_op sop;
+};
+
+/* Starts a request of t (req filled but for what is set here). 1, or a negative code. */
+static int request(struct task *t, int64_t now, const char *method, char *target,
+		   enum step step, struct mafh_error *err)
 {
-	struct docker_request req = {.method = "HEAD", .timeout_ms = REQUEST_TIMEOUT_MS};
-	struct docker_reply r = {0};
-	struct docker_path_stat ps;
-	char *target, what[DOCKER_PATH_MAX + 200], probe[200];
 	int rc;
 
-	memset(st, 0, sizeof(*st));
-	snprintf(what, sizeof(what), "looking at %s in the container '%s'", path, d->name);
-	target = archive_target(d, path, "");
+	free(t->target);
+	t->target = target;
 	if (!target)
-		return mafh__error_set(err, MAFH_ENOMEM, "out of memory looking at %s", path);
-	req.target = target;
-	rc = mafh__docker_http_do(d->http, &req, &r, err);
+		return mafh__error_set(err, MAFH_ENOMEM, "out of memory: %s", t->what);
+	mafh__docker_reply_clear(&t->r);
+	t->req.method = method;
+	t->req.target = target;
+	rc = mafh__docker_xfer_start(t->d->http, &t->req, &t->r, now, &t->x, err);
 	if (rc < 0)
-		goto out;
-	if (r.timed_out) {
-		rc = timed_out(d, what, req.timeout_ms, err);
-	} else if (r.status == 200) {
-		if (!r.has_path_stat ||
-		    mafh__docker_path_stat_decode(r.path_stat, r.path_stat_len, &ps) < 0) {
-			rc = mafh__error_set(err, MAFH_EPROTO, "%s failed: the Docker engine's "
-					     "path-stat header is missing or cannot be read", what);
-		} else {
-			st->exists = 1;
-			st->size = ps.size;
-			st->type = ps.type;
-		}
-	} else {
-		/* A HEAD answer has no body, so no message: an absent path and an absent
-		 * container are both 404. The container's inspection tells them apart, and a
-		 * GET of the path gives the message of any other error. */
-		int was_404 = r.status == 404;
-
-		mafh__docker_reply_clear(&r);
-		req.method = "GET";
-		req.headers_done = stop_at_success;
-		if (was_404) {
-			free(target);
-			snprintf(probe, sizeof(probe), "/containers/%s/json", d->id);
-			target = strdup(probe);
-			if (!target) {
-				rc = mafh__error_set(err, MAFH_ENOMEM, "out of memory looking at %s",
-						     path);
-				goto out;
-			}
-			req.target = target;
-			req.reply_cap = DOCKER_REPLY_MAX;
-			req.headers_done = NULL;
-		}
-		rc = mafh__docker_http_do(d->http, &req, &r, err);
-		if (rc < 0)
-			goto out;
-		if (r.timed_out)
-			rc = timed_out(d, what, req.timeout_ms, err);
-		else if (was_404 && r.status == 200)
-			rc = 0;
-		else if (r.status < 200 || r.status > 299)
-			rc = engine_error(d, &r, what, err);
-		else
-			rc = mafh__error_set(err, MAFH_EIO, "%s failed: the Docker engine answered "
-					     "HTTP %ld", what, r.status);
-	}
-out:
-	mafh__docker_reply_clear(&r);
-	free(target);
-	return rc;
+		return rc;
+	t->step = step;
+	return 1;
 }
 
-static int docker_stat(void *ctx, const char *path, struct mafh_stat *st,
-		       struct mafh_error *err)
+static char *text_of(const char *fmt, const char *s)
 {
-	struct docker *d = ctx;
+	char *t = NULL;
+
+	return asprintf(&t, fmt, s) < 0 ? NULL : t;
+}
+
+/* The body of an exec's creation, malloc'd, or NULL. */
+static char *exec_body(const char *const *argv, int with_stdin)
+{
+	cJSON *body = cJSON_CreateObject();
+	char *text = NULL;
+	int n = 0;
+
+	while (argv[n])
+		n++;
+	if (body && cJSON_AddItemToObject(body, "Cmd", cJSON_CreateStringArray(argv, n)) &&
+	    cJSON_AddBoolToObject(body, "AttachStdin", with_stdin) &&
+	    cJSON_AddTrueToObject(body, "AttachStdout") &&
+	    cJSON_AddTrueToObject(body, "AttachStderr") && cJSON_AddFalseToObject(body, "Tty"))
+		text = cJSON_PrintUnformatted(body);
+	cJSON_Delete(body);
+	return text;
+}
+
+static const char start_body[] = "{\"Detach\":false,\"Tty\":false}";
+
+/* POST /containers/{id}/exec of the op's argv, as step. */
+static int exec_create(struct task *t, int64_t now, int with_stdin, int64_t timeout,
+		       enum step step, struct mafh_error *err)
+{
+	free(t->body);
+	t->body = exec_body(t->op->argv, with_stdin);
+	if (!t->body)
+		return mafh__error_set(err, MAFH_ENOMEM, "out of memory making an exec");
+	memset(&t->req, 0, sizeof(t->req));
+	t->req.content_type = "application/json";
+	t->req.body = t->body;
+	t->req.body_len = strlen(t->body);
+	t->req.reply_cap = DOCKER_REPLY_MAX;
+	t->req.timeout_ms = timeout;
+	return request(t, now, "POST", text_of("/containers/%s/exec", t->d->id), step, err);
+}
+
+/* GET /exec/{eid}/json. */
+static int exec_inspect(struct task *t, int64_t now, struct mafh_error *err)
+{
+	memset(&t->req, 0, sizeof(t->req));
+	t->req.reply_cap = DOCKER_REPLY_MAX;
+	t->req.timeout_ms = left_ms(t->deadline, now);
+	return request(t, now, "GET", text_of("/exec/%s/json", t->eid), EX_INSPECT, err);
+}
+
+/* The start of the exec eid on a connection handed over, its frames to sink, as step. */
+static int attach(struct task *t, int64_t now, docker_sink_fn sink, void *ud, enum step step,
+		  struct mafh_error *err)
+{
+	char target[200];
 	int rc;
 
-	memset(st, 0, sizeof(*st));
-	if ((rc = path_ok(path, err)) < 0)
+	snprintf(target, sizeof(target), "/exec/%s/start", t->eid);
+	mafh__docker_http_count(t->d->http);
+	rc = mafh__docker_hijack_start(mafh__docker_http_socket(t->d->http), target, start_body,
+				       t->op->argv[0], now, sink, ud, &t->conn, err);
+	if (rc < 0)
 		return rc;
-	pthread_mutex_lock(&d->lock);
-	rc = stat_locked(d, path, st, err);
-	pthread_mutex_unlock(&d->lock);
+	t->step = step;
+	return 1;
+}
+
+/* The exec's end, its inspection in: the engine's own error in the stream, a command the
+ * engine could not start, or the exit code. 0, or an error. */
+static int exec_end(struct task *t, struct mafh_op_result *res)
+{
+	struct exec_sinks *s = &t->sinks;
+	char msg[200];
+
+	if (s->syserr_len) {
+		printable(msg, sizeof(msg), s->syserr, s->syserr_len);
+		return mafh__error_set(&res->detail, MAFH_EIO, "%s failed: %s", t->what, msg);
+	}
+	/* A command the engine could not start never had a process; the engine's reason is
+	 * the one line it wrote into the stream. */
+	if (t->es.pid == 0 && (t->es.exit_code == 126 || t->es.exit_code == 127)) {
+		printable(msg, sizeof(msg), s->head, s->head_len);
+		return mafh__error_set(&res->detail, MAFH_EIO, "the Docker engine could not start "
+				       "%s in the container '%s': %s", t->op->argv[0], t->d->name,
+				       msg[0] ? msg : "it gave no reason");
+	}
+	res->exec.exit_code = t->es.exit_code;
+	return 0;
+}
+
+/* An answer a file op waits for, with its error when the engine said no. */
+static int put_done(struct task *t, struct mafh_error *err)
+{
+	char *msg;
+	int rc;
+
+	if (t->r.timed_out)
+		return timed_out(t->d, t->what, t->req.timeout_ms, err);
+	if (t->r.status == 200)
+		return 0;
+	/* The whole message: the path it names may be long. */
+	msg = malloc(DOCKER_ERROR_BODY_MAX + 1);
+	if (msg)
+		mafh__docker_message(t->r.body, t->r.body_len, msg, DOCKER_ERROR_BODY_MAX + 1);
+	rc = msg && mafh__docker_written_then_gone(msg, t->op->path)
+		     ? 0 : engine_error(t->d, &t->r, t->what, err);
+	free(msg);
 	return rc;
 }
+
+static int get_done(struct task *t, struct mafh_op_result *res)
+{
+	struct read_state *s = &t->rs;
+	struct mafh_error *err = &res->detail;
+	char msg[200];
+
+	if (s->nomem)
+		return mafh__error_set(err, MAFH_ENOMEM, "out of memory reading %s", t->op->path);
+	if (t->r.timed_out)
+		return timed_out(t->d, t->what, t->req.timeout_ms, err);
+	if (t->r.status == 404) {
+		mafh__docker_message(t->r.body, t->r.body_len, msg, sizeof(msg));
+		if (strncmp(msg, "No such container", 17) == 0)
+			return engine_error(t->d, &t->r, t->what, err);
+		res->read.status = MAFH_READ_ABSENT;
+		return 0;
+	}
+	if (t->r.status != 200)
+		return engine_error(t->d, &t->r, t->what, err);
+	if (s->bad_header)
+		return mafh__error_set(err, MAFH_EPROTO, "%s failed: the Docker engine's path-stat "
+				       "header cannot be read", t->what);
+	if (s->decided) {
+		res->read.status = s->ps.type != MAFH_FILE_REGULAR ? MAFH_READ_NOT_REGULAR
+								   : MAFH_READ_TOO_BIG;
+		res->read.size = res->read.status == MAFH_READ_TOO_BIG ? s->ps.size : 0;
+		return 0;
+	}
+	return mafh__docker_tar_first(s->tar ? s->tar : "", s->len, s->truncated, s->cap,
+				      &res->read, err);
+}
+
+/* A STAT's HEAD is in: the result, or the request that tells what a failure was. */
+static int head_done(struct task *t, int64_t now, struct mafh_op_result *res)
+{
+	struct mafh_error *err = &res->detail;
+	struct docker_path_stat ps;
+
+	if (t->r.timed_out)
+		return timed_out(t->d, t->what, t->req.timeout_ms, err);
+	if (t->r.status == 200) {
+		if (!t->r.has_path_stat ||
+		    mafh__docker_path_stat_decode(t->r.path_stat, t->r.path_stat_len, &ps) < 0)
+			return mafh__error_set(err, MAFH_EPROTO, "%s failed: the Docker engine's "
+					       "path-stat header is missing or cannot be read",
+					       t->what);
+		res->stat.exists = 1;
+		res->stat.size = ps.size;
+		res->stat.type = ps.type;
+		return 0;
+	}
+	/* A HEAD answer has no body, so no message: an absent path and an absent container
+	 * are both 404. The container's inspection tells them apart, and a GET of the path
+	 * gives the message of any other error. */
+	t->was_404 = t->r.status == 404;
+	if (t->was_404) {
+		t->req.reply_cap = DOCKER_REPLY_MAX;
+		return request(t, now, "GET", text_of("/containers/%s/json", t->d->id), STAT_PROBE,
+			       err);
+	}
+	t->req.headers_done = stop_at_success;
+	return request(t, now, "GET", archive_target(t->d, t->op->path, ""), STAT_MESSAGE, err);
+}
+
+static int probe_done(struct task *t, struct mafh_error *err)
+{
+	if (t->r.timed_out)
+		return timed_out(t->d, t->what, t->req.timeout_ms, err);
+	if (t->was_404 && t->r.status == 200)
+		return 0;
+	if (t->r.status < 200 || t->r.status > 299)
+		return engine_error(t->d, &t->r, t->what, err);
+	return mafh__error_set(err, MAFH_EIO, "%s failed: the Docker engine answered HTTP %ld",
+			       t->what, t->r.status);
+}
+
+/* The exec's input, written as the connection takes it, its output read meanwhile (a
+ * command may print before it reads on). 0 once all is written, or the command took no
+ * more; 1 while it goes on; or an error. */
+static int feed(struct task *t, struct mafh_error *err)
+{
+	const struct mafh_op *op = t->op;
+	long n = 0;
+
+	if (t->fed < op->len)
+		n = mafh__docker_hijack_push(t->conn, (const char *)op->data + t->fed,
+					     op->len - t->fed);
+	if (n == MAFH_EPIPE) {
+		/* It ended, or closed its stdin, before it read it all: its exit says how. */
+		t->fed = op->len;
+		return 0;
+	}
+	if (n < 0)
+		return mafh__error_set(err, (int)n, "%s failed: its input cannot be written: %s",
+				       t->what, strerror((int)-n));
+	t->fed += (size_t)n;
+	if (t->fed == op->len)
+		return 0;
+	n = mafh__docker_hijack_pull(t->conn, STEP_READ, err);
+	if (n == MAFH_EPIPE) {
+		t->fed = op->len;
+		return 0;
+	}
+	return n < 0 ? (int)n : 1;
+}
+
+/* The output read to its end: 0 then, 1 while it goes on, or an error. */
+static int drain(struct task *t, struct mafh_error *err)
+{
+	int rc = mafh__docker_hijack_pull(t->conn, STEP_READ, err);
+
+	if (rc == MAFH_EPIPE)
+		return 0;
+	return rc < 0 ? rc : 1;
+}
+
+/* What the step waits on, taken further: 1 while it waits, 0 once it is through (next()
+ * goes on), or an error (in err). */
+static int io(struct task *t, int64_t now, struct mafh_error *err)
+{
+	int rc;
+
+	switch (t->step) {
+	case EX_ATTACH:
+	case OPEN_ATTACH:
+		return mafh__docker_hijack_opening(t->conn, now, err);
+	case EX_FEED:
+		return feed(t, err);
+	case EX_DRAIN:
+		return drain(t, err);
+	case EX_PAUSE:
+		return now < t->wake_at;
+	case SLEEP:
+		return now < t->op->until_ms;
+	case STDIO:
+		return 0;
+	default:
+		rc = mafh__docker_xfer_step(t->x, now, err);
+		if (rc != 1) {
+			/* Its connection goes back to the pool at once. */
+			mafh__docker_xfer_free(t->x);
+			t->x = NULL;
+		}
+		return rc;
+	}
+}
+
+/* An exec's output, or a connection handed over, that broke: its sentence. */
+static int stream_error(struct task *t, int rc, struct mafh_error *err)
+{
+	if (rc == MAFH_ECANCELED || t->sinks.nomem)
+		return mafh__error_set(err, MAFH_ENOMEM, "out of memory reading the output of %s",
+				       t->op->argv[0]);
+	if (rc == MAFH_EPROTO)
+		return mafh__error_set(err, MAFH_EPROTO, "%s failed: the Docker engine's stream "
+				       "is not framed as an exec's output", t->what);
+	return rc;
+}
+
+/* Every transition of an op: the step t is at is through; the next is begun (1), or the op
+ * is over (0, res filled), or failed (a negative code, its sentence in res->detail), or an
+ * exec timed out (TIMED_OUT). */
+static int next(struct task *t, int64_t now, struct mafh_op_result *res)
+{
+	struct mafh_error *err = &res->detail;
+	struct docker *d = t->d;
+	int rc;
+
+	switch (t->step) {
+	case EX_CREATE:
+	case OPEN_CREATE:
+		if (t->r.timed_out && t->step == OPEN_CREATE)
+			return mafh__error_set(err, MAFH_ETIMEDOUT, "%s: the Docker engine did not "
+					       "answer", t->what);
+		if (t->r.timed_out)
+			return t->deadline ? TIMED_OUT : timed_out(d, t->what, t->req.timeout_ms,
+								   err);
+		if (t->r.status != 201)
+			return engine_error(d, &t->r, t->what, err);
+		if (mafh__docker_exec_id_parse(t->r.body, t->r.body_len, t->eid,
+					       sizeof(t->eid)) < 0)
+			return mafh__error_set(err, MAFH_EPROTO, "%s failed: the Docker engine's "
+					       "answer holds no exec id", t->what);
+		if (t->step == OPEN_CREATE) {
+			if (mafh__docker_stdio_new(t->op->argv[0], &t->stdio) < 0)
+				return mafh__error_set(err, MAFH_ENOMEM, "out of memory");
+			return attach(t, now, mafh__docker_stdio_sink, t->stdio, OPEN_ATTACH, err);
+		}
+		if (t->op->data)
+			return attach(t, now, exec_sink, &t->sinks, EX_ATTACH, err);
+		memset(&t->req, 0, sizeof(t->req));
+		t->req.content_type = "application/json";
+		t->req.body = start_body;
+		t->req.body_len = sizeof(start_body) - 1;
+		t->req.sink = stream_sink;
+		t->req.ud = &t->sinks;
+		/* The stream lasts as long as the command's output: only the caller's timeout
+		 * bounds it. */
+		t->req.timeout_ms = t->deadline ? left_ms(t->deadline, now) : 0;
+		return request(t, now, "POST", text_of("/exec/%s/start", t->eid), EX_START, err);
+	case EX_START:
+		if (t->sinks.nomem)
+			return stream_error(t, MAFH_ECANCELED, err);
+		if (t->r.timed_out)
+			return TIMED_OUT;
+		if (t->r.status != 200)
+			return engine_error(d, &t->r, t->what, err);
+		if (t->sinks.unframed || !mafh__docker_demux_whole(&t->sinks.demux))
+			return mafh__error_set(err, MAFH_EPROTO, "%s failed: the Docker engine's "
+					       "stream %s", t->what, t->sinks.unframed
+					       ? "is not framed as an exec's output"
+					       : "ended inside a frame");
+		return exec_inspect(t, now, err);
+	case EX_ATTACH:
+		t->step = EX_FEED;
+		return 1;
+	case EX_FEED:
+		/* The end of its stdin; its output goes on to its end. */
+		mafh__docker_hijack_shut_write(t->conn);
+		t->step = EX_DRAIN;
+		return 1;
+	case EX_DRAIN:
+		rc = mafh__docker_hijack_whole(t->conn);
+		mafh__docker_hijack_free(t->conn);
+		t->conn = NULL;
+		if (!rc)
+			return mafh__error_set(err, MAFH_EPROTO, "%s failed: the Docker engine's "
+					       "stream ended inside a frame", t->what);
+		return exec_inspect(t, now, err);
+	case EX_INSPECT:
+		if (t->r.timed_out)
+			return t->deadline ? TIMED_OUT : timed_out(d, t->what, t->req.timeout_ms,
+								   err);
+		if (t->r.status != 200)
+			return engine_error(d, &t->r, t->what, err);
+		if (mafh__docker_exec_state_parse(t->r.body, t->r.body_len, &t->es) < 0)
+			return mafh__error_set(err, MAFH_EPROTO, "%s failed: the Docker engine's "
+					       "account of the exec cannot be read", t->what);
+		/* The stream ends with the process's output; its exit comes to the engine
+		 * apart, and may come a moment later. */
+		if (!t->es.running && t->es.has_exit_code)
+			return exec_end(t, res);
+		if (t->deadline && now + t->pause >= t->deadline)
+			return TIMED_OUT;
+		t->wake_at = now + t->pause;
+		t->pause = t->pause * 2 > INSPECT_MAX_MS ? INSPECT_MAX_MS : t->pause * 2;
+		t->step = EX_PAUSE;
+		return 1;
+	case EX_PAUSE:
+		return exec_inspect(t, now, err);
+	case PUT_FILE:
+		return put_done(t, err);
+	case GET_FILE:
+		return get_done(t, res);
+	case HEAD_FILE:
+		return head_done(t, now, res);
+	case STAT_PROBE:
+	case STAT_MESSAGE:
+		return probe_done(t, err);
+	case OPEN_ATTACH:
+		mafh__docker_stdio_attach(t->stdio, t->conn);
+		t->conn = NULL;
+		*t->state = t->stdio;
+		t->stdio = NULL;
+		return 0;
+	case SLEEP:
+	case STDIO:
+		return 0;
+	}
+	return 0;
+}
+
+/* The op is over: rc is next()'s, or io()'s error. */
+static int over(struct task *t, struct mafh_op_result *res, int rc)
+{
+	struct exec_sinks *s = &t->sinks;
+
+	if (t->op->kind != MAFH_OP_EXEC) {
+		if (rc < 0)
+			res->error = rc;
+		return 0;
+	}
+	if (rc < 0) {
+		res->error = rc;
+		res->exec.exit_code = -1;
+		return 0;
+	}
+	if (rc == TIMED_OUT) {
+		/* The deadline passed: what came so far is kept. The engine cannot end an exec,
+		 * so the command may still be running in the container. */
+		res->exec.timed_out = 1;
+		res->exec.exit_code = -1;
+	}
+	res->exec.out = s->out;
+	res->exec.out_len = s->out_len;
+	res->exec.err = s->err;
+	res->exec.err_len = s->err_len;
+	s->out = s->err = NULL;
+	return 0;
+}
+
+static int exec_step(struct task *t)
+{
+	switch (t->step) {
+	case EX_CREATE:
+	case EX_START:
+	case EX_ATTACH:
+	case EX_FEED:
+	case EX_DRAIN:
+	case EX_INSPECT:
+	case EX_PAUSE:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+static int nb_step(void *ctx, void *task, int64_t now_ms, struct mafh_op_result *res)
+{
+	struct task *t = task;
+	int rc;
+
+	(void)ctx;
+	if (t->step == STDIO) {
+		rc = mafh__docker_stdio_op_step(&t->sop, now_ms, res);
+		if (rc == 0 && t->op->kind == MAFH_OP_STREAM_CLOSE) {
+			mafh__docker_stdio_free(*t->state);
+			*t->state = NULL;
+		}
+		return rc;
+	}
+	for (;;) {
+		if (t->deadline && now_ms >= t->deadline && exec_step(t))
+			return over(t, res, TIMED_OUT);
+		rc = io(t, now_ms, &res->detail);
+		if (rc == 1)
+			return 1;
+		if (rc < 0)
+			return over(t, res, t->step == EX_FEED || t->step == EX_DRAIN
+						? stream_error(t, rc, &res->detail) : rc);
+		rc = next(t, now_ms, res);
+		if (rc != 1)
+			return over(t, res, rc);
+	}
+}
+
+static int nb_want(void *ctx, void *task, struct mafh_pollfd *fds, int64_t *until_ms)
+{
+	struct task *t = task;
+	int64_t until = INT64_MAX;
+	int n = 0;
+
+	(void)ctx;
+	switch (t->step) {
+	case EX_ATTACH:
+	case OPEN_ATTACH:
+		n = mafh__docker_hijack_opening_want(t->conn, &fds[0], &until);
+		break;
+	case EX_FEED:
+	case EX_DRAIN:
+		fds[0].fd = mafh__docker_hijack_fd(t->conn);
+		fds[0].events = t->step == EX_FEED ? POLLIN | POLLOUT : POLLIN;
+		n = 1;
+		break;
+	case EX_PAUSE:
+		until = t->wake_at;
+		break;
+	case SLEEP:
+		until = t->op->until_ms;
+		break;
+	case STDIO:
+		n = mafh__docker_stdio_op_want(&t->sop, &fds[0], &until);
+		break;
+	default:
+		n = mafh__docker_xfer_want(t->x, fds, &until);
+		break;
+	}
+	if (t->deadline && t->deadline < until)
+		until = t->deadline;
+	*until_ms = until;
+	return n;
+}
+
+static void nb_free(void *ctx, void *task)
+{
+	struct task *t = task;
+
+	(void)ctx;
+	if (!t)
+		return;
+	mafh__docker_xfer_free(t->x);
+	mafh__docker_hijack_free(t->conn);
+	mafh__docker_stdio_free(t->stdio);
+	mafh__docker_reply_clear(&t->r);
+	free(t->target);
+	free(t->body);
+	free(t->sinks.out);
+	free(t->sinks.err);
+	free(t->rs.tar);
+	free(t);
+}
+
+static void nb_state_free(void *ctx, void *state)
+{
+	(void)ctx;
+	mafh__docker_stdio_free(state);
+}
+
+/* The op's first step begun: 1, or a negative code (its sentence in err). */
+static int begin(struct task *t, int64_t now, struct mafh_error *err)
+{
+	const struct mafh_op *op = t->op;
+	struct docker *d = t->d;
+	int rc;
+
+	switch (op->kind) {
+	case MAFH_OP_EXEC:
+		t->deadline = op->timeout_ms > 0 ? now + op->timeout_ms : 0;
+		t->pause = INSPECT_FIRST_MS;
+		mafh__docker_demux_init(&t->sinks.demux);
+		t->sinks.out_cap = op->out_cap;
+		snprintf(t->what, sizeof(t->what), "running %s in the container '%s'", op->argv[0],
+			 d->name);
+		return exec_create(t, now, op->data != NULL, left_ms(t->deadline, now), EX_CREATE,
+				   err);
+	case MAFH_OP_WRITE:
+		/* Each write makes the file afresh (replaces is ignored): there is nothing to
+		 * gain from a file the run is done with. */
+		if ((rc = path_ok(op->path, err)) < 0)
+			return rc;
+		snprintf(t->what, sizeof(t->what), "writing %s into the container '%s'", op->path,
+			 d->name);
+		rc = mafh__docker_tar_one(op->path + 1, 0, 0644, op->data, op->len, &t->body,
+					  &t->body_len, err);
+		if (rc < 0)
+			return rc;
+		t->req.content_type = "application/x-tar";
+		t->req.body = t->body;
+		t->req.body_len = t->body_len;
+		t->req.timeout_ms = REQUEST_TIMEOUT_MS;
+		return request(t, now, "PUT", archive_target(d, "/", "&noOverwriteDirNonDir=true"),
+			       PUT_FILE, err);
+	case MAFH_OP_READ:
+		if ((rc = path_ok(op->path, err)) < 0)
+			return rc;
+		snprintf(t->what, sizeof(t->what), "reading %s in the container '%s'", op->path,
+			 d->name);
+		t->rs.cap = op->cap;
+		t->rs.limit = op->cap > SIZE_MAX - TAR_SLACK - 1024 ? SIZE_MAX - 1
+								   : op->cap + TAR_SLACK + 1024;
+		t->req.timeout_ms = REQUEST_TIMEOUT_MS;
+		t->req.sink = read_sink;
+		t->req.headers_done = read_headers;
+		t->req.ud = &t->rs;
+		return request(t, now, "GET", archive_target(d, op->path, ""), GET_FILE, err);
+	case MAFH_OP_STAT:
+		if ((rc = path_ok(op->path, err)) < 0)
+			return rc;
+		snprintf(t->what, sizeof(t->what), "looking at %s in the container '%s'", op->path,
+			 d->name);
+		t->req.timeout_ms = REQUEST_TIMEOUT_MS;
+		return request(t, now, "HEAD", archive_target(d, op->path, ""), HEAD_FILE, err);
+	case MAFH_OP_STREAM_OPEN:
+		mafh__docker_stdio_free(*t->state);
+		*t->state = NULL;
+		snprintf(t->what, sizeof(t->what), "starting %s in the container '%s'", op->argv[0],
+			 d->name);
+		return exec_create(t, now, 1, REQUEST_TIMEOUT_MS, OPEN_CREATE, err);
+	case MAFH_OP_STREAM_READ:
+	case MAFH_OP_STREAM_WRITE:
+	case MAFH_OP_STREAM_CLOSE:
+		if (!*t->state)
+			return 0;
+		mafh__docker_stdio_op_start(*t->state, op, now, &t->sop);
+		t->step = STDIO;
+		return 1;
+	default:  /* WAIT_UNTIL (task.c lets no other kind through) */
+		t->step = SLEEP;
+		return 1;
+	}
+}
+
+static int nb_start(void *ctx, void **state, const struct mafh_op *op, int64_t now_ms,
+		    void **task, struct mafh_op_result *res)
+{
+	struct task *t = calloc(1, sizeof(*t));
+	int rc;
+
+	*task = NULL;
+	if (op->kind == MAFH_OP_EXEC)
+		res->exec.exit_code = -1;
+	if (!t) {
+		res->error = mafh__error_set(&res->detail, MAFH_ENOMEM, "out of memory");
+		return 0;
+	}
+	t->d = ctx;
+	t->op = op;
+	t->state = state;
+	rc = begin(t, now_ms, &res->detail);
+	if (rc <= 0) {
+		res->error = rc;
+		nb_free(ctx, t);
+		return 0;
+	}
+	*task = t;
+	return 1;
+}
+
+static const struct mafh__nb_ops docker_nb = {
+	.start = nb_start,
+	.want = nb_want,
+	.step = nb_step,
+	.free = nb_free,
+	.state_free = nb_state_free,
+};
 
 /* ---- the backend ---------------------------------------------------------------------- */
 
@@ -675,7 +960,6 @@ static void docker_destroy(void *ctx)
 	if (!d)
 		return;
 	mafh__docker_http_free(d->http);
-	pthread_mutex_destroy(&d->lock);
 	free(d->name);
 	free(d->launcher);
 	free(d);
@@ -716,7 +1000,7 @@ static int inspect_container(struct docker *d, struct mafh_error *err)
 	struct docker_request req = {.method = "GET", .timeout_ms = REQUEST_TIMEOUT_MS,
 				     .reply_cap = DOCKER_REPLY_MAX};
 	struct docker_reply r = {0};
-	char *esc = mafh__docker_escape(d->http, d->name), *target = NULL, what[300];
+	char *esc = mafh__docker_escape(d->name), *target = NULL, what[300];
 	char status[32];
 	int rc, running;
 
@@ -755,7 +1039,6 @@ int mafh_backend_docker_new(const char *container, const char *launcher_path,
 			    struct mafh_error *err)
 {
 	struct mafh_docker_options o;
-	struct mafh_backend_ops ops;
 	const char *socket = NULL;
 	struct docker *d;
 	int rc;
@@ -777,7 +1060,6 @@ int mafh_backend_docker_new(const char *container, const char *launcher_path,
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return mafh__error_set(err, MAFH_ENOMEM, "out of memory");
-	pthread_mutex_init(&d->lock, NULL);
 	d->name = strdup(container);
 	d->launcher = strdup(launcher_path ? launcher_path : MAFH_DOCKER_LAUNCHER);
 	if (!d->name || !d->launcher) {
@@ -791,24 +1073,14 @@ int mafh_backend_docker_new(const char *container, const char *launcher_path,
 		docker_destroy(d);
 		return rc;
 	}
-	memset(&ops, 0, sizeof(ops));
-	ops.size = sizeof(ops);
 	/* An exec may block as long as its command runs: `maf-launch wait` serves calls in
 	 * one exec each. The engine offers no notification of a file. */
-	ops.caps = MAFH_CAP_EXEC | MAFH_CAP_FILES_IN | MAFH_CAP_FILES_OUT |
-		   MAFH_CAP_DETACHED_EXEC | MAFH_CAP_BLOCKING_EXEC | MAFH_CAP_STREAM;
-	ops.ctx = d;
-	ops.launcher_path = d->launcher;
-	ops.exec = docker_exec;
-	ops.write_file = docker_write_file;
-	ops.read_file = docker_read_file;
-	ops.stat = docker_stat;
-	ops.destroy = docker_destroy;
-	ops.stream_open = docker_stream_open;
-	ops.stream_write = docker_stream_write;
-	ops.stream_read = docker_stream_read;
-	ops.stream_close = docker_stream_close;
-	return mafh_backend_new(&ops, out, err);
+	rc = mafh__backend_new_nb(MAFH_CAP_EXEC | MAFH_CAP_FILES_IN | MAFH_CAP_FILES_OUT |
+				  MAFH_CAP_DETACHED_EXEC | MAFH_CAP_BLOCKING_EXEC |
+				  MAFH_CAP_STREAM, d->launcher, d, docker_destroy, &docker_nb, out);
+	if (rc < 0)
+		return mafh__error_set(err, rc, "out of memory");
+	return 0;
 }
 
 /* The backend's context when b is a Docker backend, else NULL. */
@@ -820,14 +1092,8 @@ static struct docker *docker_of(const struct mafh_backend *b)
 int64_t mafh_backend_docker_requests(const struct mafh_backend *b)
 {
 	struct docker *d = docker_of(b);
-	int64_t n;
 
-	if (!d)
-		return -1;
-	pthread_mutex_lock(&d->lock);
-	n = mafh__docker_http_requests(d->http);
-	pthread_mutex_unlock(&d->lock);
-	return n;
+	return d ? mafh__docker_http_requests(d->http) : -1;
 }
 
 int mafh_backend_docker_mkdtemp(struct mafh_backend *b, char *tmpl, struct mafh_error *err)
@@ -843,13 +1109,14 @@ int mafh_backend_docker_mkdtemp(struct mafh_backend *b, char *tmpl, struct mafh_
 	if (len < 7 || strcmp(tmpl + len - 6, "XXXXXX") != 0 || path_ok(tmpl, NULL) < 0)
 		return mafh__error_set(err, MAFH_EINVAL, "the directory template '%s' is not an "
 				       "absolute path ending in XXXXXX", tmpl ? tmpl : "(none)");
-	pthread_mutex_lock(&d->lock);
 	for (tries = 0; tries < MKDTEMP_TRIES; tries++) {
 		struct docker_request req = {.method = "PUT", .content_type = "application/x-tar",
 					     .timeout_ms = REQUEST_TIMEOUT_MS};
 		struct docker_reply r = {0};
 		unsigned char rnd[6];
-		struct mafh_stat st;
+		struct mafh_op op = {.size = sizeof(op), .kind = MAFH_OP_STAT, .path = tmpl};
+		struct mafh_op_result st;
+		void *state = NULL;
 		char *tar = NULL, *target = NULL, what[DOCKER_PATH_MAX + 200];
 		size_t tar_len;
 
@@ -862,10 +1129,16 @@ int mafh_backend_docker_mkdtemp(struct mafh_backend *b, char *tmpl, struct mafh_
 			tmpl[len - 6 + i] = letters[rnd[i] % (sizeof(letters) - 1)];
 		/* A directory entry over an existing directory would take it over (its mode
 		 * and owner set anew): only a name nobody has is used. */
-		rc = stat_locked(d, tmpl, &st, err);
-		if (rc < 0)
+		mafh__backend_perform(b, &state, &op, &st);
+		if (st.error) {
+			if (err) {
+				*err = st.detail;
+				err->code = st.error;
+			}
+			rc = st.error;
 			break;
-		if (st.exists)
+		}
+		if (st.stat.exists)
 			continue;
 		snprintf(what, sizeof(what), "making the directory %s in the container '%s'",
 			 tmpl, d->name);
@@ -890,6 +1163,5 @@ int mafh_backend_docker_mkdtemp(struct mafh_backend *b, char *tmpl, struct mafh_
 	if (tries == MKDTEMP_TRIES)
 		rc = mafh__error_set(err, MAFH_EEXIST, "no free name for %s after %d tries", tmpl,
 				     MKDTEMP_TRIES);
-	pthread_mutex_unlock(&d->lock);
 	return rc;
 }

@@ -1,7 +1,9 @@
 /* What the Docker backend's files share (mafh__docker_ names). Not installed.
- *   docker.c        the context, the backend table, creation and destruction, and the
- *                   operations as engine requests
- *   docker_http.c   one request to the engine over its unix socket (libcurl)
+ *   docker.c        the context, creation and destruction, and the ops (the backend's nb
+ *                   table) as small state machines over engine requests
+ *   docker_http.c   requests to the engine over its unix socket (libcurl's multi interface)
+ *   docker_hijack.c an exec's stdio on a connection the engine hands over, and the stream
+ *                   ops over it
  *   docker_tar.c    the archives the engine takes and gives (libarchive)
  *   docker_parse.c  the engine's bytes: the exec stream's frames, the path-stat header and
  *                   its JSON replies; pure, so unit tests and fuzz targets take them alone
@@ -124,12 +126,14 @@ int mafh__docker_tar_first(const char *tar, size_t len, int truncated, size_t ca
 struct docker_http;
 
 /* The engine's socket: path is copied. 0 and *out, or MAFH_ENOMEM, or MAFH_EIO when libcurl
- * cannot be set up (a sentence in err). */
+ * cannot be set up (a sentence in err). Safe to use from several threads at once. */
 int mafh__docker_http_new(const char *socket_path, struct docker_http **out,
 			  struct mafh_error *err);
 void mafh__docker_http_free(struct docker_http *h);
 /* Requests made so far, failed ones included. */
 int64_t mafh__docker_http_requests(const struct docker_http *h);
+/* Counts a request made on a connection of its own (a stream's start). */
+void mafh__docker_http_count(struct docker_http *h);
 const char *mafh__docker_http_socket(const struct docker_http *h);
 
 /* One request. target is the path and query after the API version, already escaped. The
@@ -164,35 +168,104 @@ struct docker_reply {
 	int has_path_stat;
 };
 
-/* Performs req. 0 once an answer came (whatever its status) or a callback stopped it, and
- * also when timeout_ms passed (reply->timed_out); else a negative errno with one sentence
- * in err: the engine unreachable ("cannot reach the Docker engine at SOCKET: ..."), the
- * connection broken, out of memory. reply is the caller's to clear
- * (mafh__docker_reply_clear). */
+/* A request under way, without blocking: started, then stepped whenever one of the
+ * descriptors it names is ready or its time comes. */
+struct docker_xfer;
+/* Starts req (borrowed, with what it points to, until the xfer is freed) over a connection
+ * of the pool; *reply is zeroed and filled as the answer comes. 0 and *out, or a negative
+ * code with a sentence (out of memory, a path too long). The caller frees *out. */
+int mafh__docker_xfer_start(struct docker_http *h, const struct docker_request *req,
+			    struct docker_reply *reply, int64_t now_ms, struct docker_xfer **out,
+			    struct mafh_error *err);
+/* What x waits on: its sockets in fds (MAFH_WANT_FDS at most), their count returned, and
+ * *until_ms on the clock of its steps. */
+int mafh__docker_xfer_want(const struct docker_xfer *x, struct mafh_pollfd *fds,
+			   int64_t *until_ms);
+/* Takes x further without blocking: 1 while it goes on; once it is over, 0 when an answer
+ * came (whatever its status) or a callback stopped it, and also when timeout_ms passed
+ * (reply->timed_out); else a negative errno with one sentence in err: the engine unreachable
+ * ("cannot reach the Docker engine at SOCKET: ..."), the connection broken, out of memory.
+ * reply is the caller's to clear (mafh__docker_reply_clear). */
+int mafh__docker_xfer_step(struct docker_xfer *x, int64_t now_ms, struct mafh_error *err);
+/* Frees x; a transfer still under way is dropped with its connection. NULL is a no-op. */
+void mafh__docker_xfer_free(struct docker_xfer *x);
+/* A request performed to its end, blocking in poll(2): as mafh__docker_xfer_step's end. */
 int mafh__docker_http_do(struct docker_http *h, const struct docker_request *req,
 			 struct docker_reply *reply, struct mafh_error *err);
 void mafh__docker_reply_clear(struct docker_reply *reply);
-/* s escaped for a URL's path or query (curl_easy_escape), malloc'd; NULL when out of
+/* s escaped for a URL's path or query, as curl_easy_escape does, malloc'd; NULL when out of
  * memory. */
-char *mafh__docker_escape(struct docker_http *h, const char *s);
+char *mafh__docker_escape(const char *s);
 
 /* ---- docker_hijack.c ------------------------------------------------------------------ */
 
-/* An exec's stdio on a connection of its own (see docker_hijack.c). */
+/* A connection the engine hands over to an exec's stdio (see docker_hijack.c), opened and
+ * used without blocking. */
 struct docker_hijack;
-/* POSTs body to target (after the API version: "/exec/ID/start") on a new connection to
- * socket_path, asking for it to be handed over; 0 and *out once the engine says 101 (or 200).
- * name is the command, for sentences. */
+/* Starts opening a connection to socket_path and POSTing body to target (after the API
+ * version: "/exec/ID/start") on it, asked to be handed over. The exec's frames (any that
+ * come with the answer's head, and all after) go to sink(ud, ...). name is the command, for
+ * sentences. 0 and *out, or a negative code with a sentence. The caller frees *out. */
 int mafh__docker_hijack_start(const char *socket_path, const char *target, const char *body,
-			      const char *name, struct docker_hijack **out,
-			      struct mafh_error *err);
-/* ops.stream_write and ops.stream_read, on the command's stdin and stdout (its stderr is
- * kept for the sentence of the end). */
-int mafh__docker_hijack_write(struct docker_hijack *h, const void *data, size_t len,
-			      int64_t timeout_ms, struct mafh_error *err);
-int mafh__docker_hijack_read(struct docker_hijack *h, void *buf, size_t cap, int64_t timeout_ms,
-			     struct mafh_error *err);
-/* Ends the command's stdin and the connection, and frees h. */
-void mafh__docker_hijack_close(struct docker_hijack *h);
+			      const char *name, int64_t now_ms, docker_sink_fn sink, void *ud,
+			      struct docker_hijack **out, struct mafh_error *err);
+/* The opening taken further: 1 while it goes on, 0 once the engine has said 101 (or 200),
+ * or a negative code with a sentence: the engine unreachable ("cannot reach the Docker
+ * engine at SOCKET: ..."), the request not sent, the engine's refusal, or 10 s passed. */
+int mafh__docker_hijack_opening(struct docker_hijack *h, int64_t now_ms,
+				struct mafh_error *err);
+/* While opening: what h waits on (*fd, returning 1, or no descriptor, 0) and until when. */
+int mafh__docker_hijack_opening_want(const struct docker_hijack *h, struct mafh_pollfd *fd,
+				     int64_t *until_ms);
+/* The connection's descriptor, for a caller's want (never read, written or closed there). */
+int mafh__docker_hijack_fd(const struct docker_hijack *h);
+/* Once open: reads what the connection holds now, at most about budget bytes, into the
+ * sink. 1 when bytes came, 0 when none is there now, MAFH_EPIPE once the engine has ended
+ * the connection (and from then on), MAFH_EPROTO for bytes not framed as an exec's output,
+ * MAFH_ECANCELED when the sink stopped (its owner knows why), or another negative errno;
+ * err gets a sentence but for the sink's stop. */
+int mafh__docker_hijack_pull(struct docker_hijack *h, size_t budget, struct mafh_error *err);
+/* Writes what the connection takes now of data[0..len): the count (0: none now), MAFH_EPIPE
+ * once the command or the connection is gone, or another negative errno. */
+long mafh__docker_hijack_push(struct docker_hijack *h, const void *data, size_t len);
+/* Ends the command's stdin (the connection's write side). */
+void mafh__docker_hijack_shut_write(struct docker_hijack *h);
+/* 1 when the frames ended between two frames. */
+int mafh__docker_hijack_whole(const struct docker_hijack *h);
+/* Closes the connection and frees h. NULL is a no-op. */
+void mafh__docker_hijack_free(struct docker_hijack *h);
+
+/* A stream's state (the STREAM ops' slot): the connection, the command's stdout read and
+ * not taken yet (at most DOCKER_STDIO_MAX bytes: past it the stream is broken), its first
+ * 4 KiB of stderr for sentences. */
+#define DOCKER_STDIO_MAX (4u << 20)
+struct docker_stdio;
+/* Made before its connection, whose frames go to mafh__docker_stdio_sink(s, ...). 0, or
+ * MAFH_ENOMEM. */
+int mafh__docker_stdio_new(const char *name, struct docker_stdio **out);
+int mafh__docker_stdio_sink(void *ud, enum docker_stream stream, const char *p, size_t n);
+/* The open connection is s's from now on. */
+void mafh__docker_stdio_attach(struct docker_stdio *s, struct docker_hijack *h);
+/* Closes the connection at once and frees s. NULL is a no-op. */
+void mafh__docker_stdio_free(struct docker_stdio *s);
+
+/* A STREAM_READ, STREAM_WRITE or STREAM_CLOSE over s. */
+struct docker_stdio_op {
+	struct docker_stdio *s;
+	const struct mafh_op *op;
+	int64_t until;             /* READ: op->until_ms; WRITE: its timeout; CLOSE: its grace */
+	size_t done;               /* WRITE: bytes written */
+};
+/* Starts op over s. What an earlier READ handed out is taken then. */
+void mafh__docker_stdio_op_start(struct docker_stdio *s, const struct mafh_op *op,
+				 int64_t now_ms, struct docker_stdio_op *o);
+/* Takes o further: 1 while it goes on, 0 once over (res filled; a READ's stream_data lies
+ * in s until the next op on it). A CLOSE leaves the connection closed: free s after it. */
+int mafh__docker_stdio_op_step(struct docker_stdio_op *o, int64_t now_ms,
+			       struct mafh_op_result *res);
+/* What o waits on: the connection's descriptor in *fd, and the time. Returns 1, or 0 when
+ * it waits on no descriptor. */
+int mafh__docker_stdio_op_want(const struct docker_stdio_op *o, struct mafh_pollfd *fd,
+			       int64_t *until_ms);
 
 #endif

@@ -328,12 +328,12 @@ struct mafh_docker_options {
 MAFH_API void mafh_docker_options_init(struct mafh_docker_options *opts);
 
 /* The Docker backend: the run directory is in a running container, reached through the
- * Docker Engine API on its unix socket (HTTP through libcurl, one connection kept between
- * requests; tar through libarchive). container is a name or id; launcher_path is maf-launch
- * in the container (NULL: MAFH_DOCKER_LAUNCHER); opts may be NULL. Making it asks the engine
- * about the container once: an engine that cannot be reached ("cannot reach the Docker
- * engine at SOCKET: ...", the connect's errno), no such container (MAFH_ENOENT) or one that
- * is not running (MAFH_EIO) fail here.
+ * Docker Engine API on its unix socket (HTTP through libcurl's multi interface, connections
+ * kept between requests; tar through libarchive). container is a name or id; launcher_path
+ * is maf-launch in the container (NULL: MAFH_DOCKER_LAUNCHER); opts may be NULL. Making it
+ * asks the engine about the container once, blocking: an engine that cannot be reached
+ * ("cannot reach the Docker engine at SOCKET: ...", the connect's errno), no such container
+ * (MAFH_ENOENT) or one that is not running (MAFH_EIO) fail here.
  *   exec: the engine's exec of argv (Cmd as an array, never a shell; argv[0] looked up
  *     through the container's PATH), stdout and stderr attached without a tty, the exit
  *     code from the exec's inspection once it has ended. stderr keeps 64 KiB. A command the
@@ -356,28 +356,44 @@ MAFH_API void mafh_docker_options_init(struct mafh_docker_options *opts);
  *   program's identity, never R/host_tools).
  *   stream_*: an exec created with its stdin attached and started on a connection of its
  *     own, which the engine hands over to the exec's stdio (an HTTP upgrade): written bytes
- *     reach its stdin, its stdout comes back framed as an exec's output, and closing ends
- *     its stdin.
+ *     reach its stdin, its stdout comes back framed as an exec's output (its stderr kept,
+ *     4 KiB, for the sentence of its end). The stdout read from the connection and not
+ *     taken yet is held up to 4 MiB: a command that prints more while a write to it waits
+ *     (the write reads its output meanwhile, so that neither side waits on the other)
+ *     breaks the stream (MAFH_E2BIG, then every op fails). A write without a timeout gets
+ *     30 s. Closing ends its stdin and waits up to 1 s for its output's end, then closes
+ *     the connection (mafh_backend_state_free closes it at once); the engine cannot end an
+ *     exec, so a command that ignores its stdin's end may go on in the container.
  * Caps: EXEC, FILES_IN, FILES_OUT, DETACHED_EXEC, BLOCKING_EXEC and STREAM (the auto
  * transport); no WAIT_CHANGE, so the relay and wait transports find requests with an exec,
  * and files polls.
+ * No op blocks (see "driving from an event loop"): each is a few engine requests, and waits
+ * on their sockets and libcurl's timers. An exec also waits on the pauses between its
+ * inspections (1 ms, doubling up to 50 ms) and on its timeout; a file op on one request
+ * (a stat of an absent path two), each within 120 s; a stream's ops on its connection
+ * (a read until its op's until_ms, a write to be taken, a close for the output's end). The
+ * table's functions (mafh_backend_exec, ...) perform the same ops to their end in poll(2).
  * Engine errors come back as one sentence with the engine's own message and a code from
  * its HTTP status (404 MAFH_ENOENT, 400 MAFH_EINVAL, 401 and 403 -EACCES, others MAFH_EIO);
- * a request that gets no answer within 120 s is MAFH_ETIMEDOUT. Operations from several
- * threads take turns. The caller frees *out with mafh_backend_free. */
+ * a request that gets no answer within 120 s is MAFH_ETIMEDOUT. Ops from any number of runs
+ * and threads go on at once over one backend, each request on a connection of its own while
+ * it is under way (up to 16 idle ones are kept for the next requests; a stream holds one
+ * for its life). A state slot (a stream) serves one op at a time. The caller frees *out
+ * with mafh_backend_free. */
 MAFH_API int mafh_backend_docker_new(const char *container, const char *launcher_path,
 				     const struct mafh_docker_options *opts,
 				     struct mafh_backend **out, struct mafh_error *err);
 /* Requests the Docker backend b has made to the engine, failed ones included: an exec is
  * three or more (create, start, one inspection or more), a file operation one (a stat of an
- * absent path two). -1 when b is not a Docker backend. */
+ * absent path two), a stream's opening two. -1 when b is not a Docker backend. */
 MAFH_API int64_t mafh_backend_docker_requests(const struct mafh_backend *b);
 /* Makes a fresh directory in b's container, as mkdtemp(3) does: tmpl is an absolute path
  * ending in XXXXXX, which are replaced in place by a name no file has (looked at first);
  * the directory gets mode 0700 and owner 0:0, and its missing parents 0755. MAFH_EINVAL
  * for a bad template or a backend that is not a Docker backend; MAFH_EEXIST when 16 names
- * were all taken; or an engine error. A run needs its run directory to exist when
- * `maf-launch run` starts: a run with no program to write makes it this way. */
+ * were all taken; or an engine error. Blocks until it is done (a stat or more, and a
+ * write). A run needs its run directory to exist when `maf-launch run` starts: a run with
+ * no program to write makes it this way. */
 MAFH_API int mafh_backend_docker_mkdtemp(struct mafh_backend *b, char *tmpl,
 					 struct mafh_error *err);
 

@@ -88,7 +88,8 @@ def image(engine, tmp_path_factory):
     root.mkdir()
     shutil.copy(HERE / "Dockerfile", ctx / "Dockerfile")
     for probe, name in (("run_pause", "pause"), ("run_hello", "hello"), ("spew", "spew"),
-                        ("chan_call", "chan_call"), ("rename_on_close", "rename_on_close")):
+                        ("chan_call", "chan_call"), ("rename_on_close", "rename_on_close"),
+                        ("echo_stdin", "echo_stdin")):
         shutil.copy(PROBES / probe, root / name)
     if launcher_is_static():
         (root / "usr/local/bin").mkdir(parents=True)
@@ -150,8 +151,8 @@ def needs_launcher():
 
 
 class Ops:
-    """docker_ops: one operation a line; bytes come back as bytes. The wait for an answer is
-    a safety net, not an assertion."""
+    """docker_ops: one operation a line; bytes come back as bytes (in the answer, and in each
+    of its "results"). The wait for an answer is a safety net, not an assertion."""
 
     def __init__(self, env=None):
         self.proc = subprocess.Popen([str(DOCKER_OPS)], stdin=subprocess.PIPE,
@@ -165,9 +166,10 @@ class Ops:
         line = self.proc.stdout.readline()
         assert line, f"docker_ops ended at {op} (exit {self.proc.wait()})"
         r = json.loads(line)
-        for k in ("out", "err", "hex"):
-            if k in r:
-                r[k] = bytes.fromhex(r[k])
+        for d in [r, *r.get("results", [])]:
+            for k in ("out", "err", "hex"):
+                if k in d:
+                    d[k] = bytes.fromhex(d[k])
         return r
 
     def close(self):
