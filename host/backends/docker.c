@@ -31,7 +31,8 @@
 #include "docker.h"
 #include "internal.h"
 
-/* A request other than an exec's stream that takes longer has met a stuck engine. */
+/* A request other than an exec's stream that takes longer has met a stuck engine (the
+ * default of mafh_docker_options.request_timeout_ms). */
 #define REQUEST_TIMEOUT_MS 120000
 /* What an exec keeps of stderr (stdout's cap is the caller's), of the engine's own errors
  * in the stream, and of stdout's first bytes for the engine's word when the command did not
@@ -52,6 +53,7 @@
 
 struct docker {
 	struct docker_http *http;
+	int64_t request_timeout_ms; /* each request but an exec's stream */
 	char *name;                /* the container as given, for sentences */
 	char id[129];              /* its full id, as the engine says */
 	char *launcher;
@@ -61,11 +63,11 @@ static void docker_destroy(void *ctx);
 
 /* ---- shared pieces -------------------------------------------------------------------- */
 
-/* A request's timeout within an exec's deadline (0: none, REQUEST_TIMEOUT_MS). */
-static int64_t left_ms(int64_t deadline, int64_t now)
+/* A request's timeout within an exec's deadline (0: none, the backend's request timeout). */
+static int64_t left_ms(const struct docker *d, int64_t deadline, int64_t now)
 {
 	if (!deadline)
-		return REQUEST_TIMEOUT_MS;
+		return d->request_timeout_ms;
 	return deadline - now > 0 ? deadline - now : 1;
 }
 
@@ -329,8 +331,8 @@ static char *text_of(const char *fmt, const char *s)
 	return asprintf(&t, fmt, s) < 0 ? NULL : t;
 }
 
-/* The body of an exec's creation, malloc'd, or NULL. */
-static char *exec_body(const char *const *argv, int with_stdin)
+/* The body of an exec's creation (in cwd when not NULL), malloc'd, or NULL. */
+static char *exec_body(const char *const *argv, int with_stdin, const char *cwd)
 {
 	cJSON *body = cJSON_CreateObject();
 	char *text = NULL;
@@ -341,7 +343,8 @@ static char *exec_body(const char *const *argv, int with_stdin)
 	if (body && cJSON_AddItemToObject(body, "Cmd", cJSON_CreateStringArray(argv, n)) &&
 	    cJSON_AddBoolToObject(body, "AttachStdin", with_stdin) &&
 	    cJSON_AddTrueToObject(body, "AttachStdout") &&
-	    cJSON_AddTrueToObject(body, "AttachStderr") && cJSON_AddFalseToObject(body, "Tty"))
+	    cJSON_AddTrueToObject(body, "AttachStderr") && cJSON_AddFalseToObject(body, "Tty") &&
+	    (!cwd || cJSON_AddStringToObject(body, "WorkingDir", cwd)))
 		text = cJSON_PrintUnformatted(body);
 	cJSON_Delete(body);
 	return text;
@@ -354,7 +357,7 @@ static int exec_create(struct task *t, int64_t now, int with_stdin, int64_t time
 		       enum step step, struct mafh_error *err)
 {
 	free(t->body);
-	t->body = exec_body(t->op->argv, with_stdin);
+	t->body = exec_body(t->op->argv, with_stdin, t->op->cwd);
 	if (!t->body)
 		return mafh__error_set(err, MAFH_ENOMEM, "out of memory making an exec");
 	memset(&t->req, 0, sizeof(t->req));
@@ -371,7 +374,7 @@ static int exec_inspect(struct task *t, int64_t now, struct mafh_error *err)
 {
 	memset(&t->req, 0, sizeof(t->req));
 	t->req.reply_cap = DOCKER_REPLY_MAX;
-	t->req.timeout_ms = left_ms(t->deadline, now);
+	t->req.timeout_ms = left_ms(t->d, t->deadline, now);
 	return request(t, now, "GET", text_of("/exec/%s/json", t->eid), EX_INSPECT, err);
 }
 
@@ -633,7 +636,7 @@ static int next(struct task *t, int64_t now, struct mafh_op_result *res)
 		t->req.ud = &t->sinks;
 		/* The stream lasts as long as the command's output: only the caller's timeout
 		 * bounds it. */
-		t->req.timeout_ms = t->deadline ? left_ms(t->deadline, now) : 0;
+		t->req.timeout_ms = t->deadline ? left_ms(t->d, t->deadline, now) : 0;
 		return request(t, now, "POST", text_of("/exec/%s/start", t->eid), EX_START, err);
 	case EX_START:
 		if (t->sinks.nomem)
@@ -858,7 +861,7 @@ static int begin(struct task *t, int64_t now, struct mafh_error *err)
 		t->sinks.out_cap = op->out_cap;
 		snprintf(t->what, sizeof(t->what), "running %s in the container '%s'", op->argv[0],
 			 d->name);
-		return exec_create(t, now, op->data != NULL, left_ms(t->deadline, now), EX_CREATE,
+		return exec_create(t, now, op->data != NULL, left_ms(t->d, t->deadline, now), EX_CREATE,
 				   err);
 	case MAFH_OP_WRITE:
 		/* Each write makes the file afresh (replaces is ignored): there is nothing to
@@ -874,7 +877,7 @@ static int begin(struct task *t, int64_t now, struct mafh_error *err)
 		t->req.content_type = "application/x-tar";
 		t->req.body = t->body;
 		t->req.body_len = t->body_len;
-		t->req.timeout_ms = REQUEST_TIMEOUT_MS;
+		t->req.timeout_ms = t->d->request_timeout_ms;
 		return request(t, now, "PUT", archive_target(d, "/", "&noOverwriteDirNonDir=true"),
 			       PUT_FILE, err);
 	case MAFH_OP_READ:
@@ -885,7 +888,7 @@ static int begin(struct task *t, int64_t now, struct mafh_error *err)
 		t->rs.cap = op->cap;
 		t->rs.limit = op->cap > SIZE_MAX - TAR_SLACK - 1024 ? SIZE_MAX - 1
 								   : op->cap + TAR_SLACK + 1024;
-		t->req.timeout_ms = REQUEST_TIMEOUT_MS;
+		t->req.timeout_ms = t->d->request_timeout_ms;
 		t->req.sink = read_sink;
 		t->req.headers_done = read_headers;
 		t->req.ud = &t->rs;
@@ -895,14 +898,14 @@ static int begin(struct task *t, int64_t now, struct mafh_error *err)
 			return rc;
 		snprintf(t->what, sizeof(t->what), "looking at %s in the container '%s'", op->path,
 			 d->name);
-		t->req.timeout_ms = REQUEST_TIMEOUT_MS;
+		t->req.timeout_ms = t->d->request_timeout_ms;
 		return request(t, now, "HEAD", archive_target(d, op->path, ""), HEAD_FILE, err);
 	case MAFH_OP_STREAM_OPEN:
 		mafh__docker_stdio_free(*t->state);
 		*t->state = NULL;
 		snprintf(t->what, sizeof(t->what), "starting %s in the container '%s'", op->argv[0],
 			 d->name);
-		return exec_create(t, now, 1, REQUEST_TIMEOUT_MS, OPEN_CREATE, err);
+		return exec_create(t, now, 1, t->d->request_timeout_ms, OPEN_CREATE, err);
 	case MAFH_OP_STREAM_READ:
 	case MAFH_OP_STREAM_WRITE:
 	case MAFH_OP_STREAM_CLOSE:
@@ -997,7 +1000,7 @@ static int socket_of(const struct mafh_docker_options *o, const char **out,
 /* Asks the engine about the container: its full id, and whether it runs. */
 static int inspect_container(struct docker *d, struct mafh_error *err)
 {
-	struct docker_request req = {.method = "GET", .timeout_ms = REQUEST_TIMEOUT_MS,
+	struct docker_request req = {.method = "GET", .timeout_ms = d->request_timeout_ms,
 				     .reply_cap = DOCKER_REPLY_MAX};
 	struct docker_reply r = {0};
 	char *esc = mafh__docker_escape(d->name), *target = NULL, what[300];
@@ -1060,6 +1063,8 @@ int mafh_backend_docker_new(const char *container, const char *launcher_path,
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return mafh__error_set(err, MAFH_ENOMEM, "out of memory");
+	d->request_timeout_ms = o.request_timeout_ms > 0 ? o.request_timeout_ms
+						       : REQUEST_TIMEOUT_MS;
 	d->name = strdup(container);
 	d->launcher = strdup(launcher_path ? launcher_path : MAFH_DOCKER_LAUNCHER);
 	if (!d->name || !d->launcher) {
@@ -1077,7 +1082,8 @@ int mafh_backend_docker_new(const char *container, const char *launcher_path,
 	 * one exec each. The engine offers no notification of a file. */
 	rc = mafh__backend_new_nb(MAFH_CAP_EXEC | MAFH_CAP_FILES_IN | MAFH_CAP_FILES_OUT |
 				  MAFH_CAP_DETACHED_EXEC | MAFH_CAP_BLOCKING_EXEC |
-				  MAFH_CAP_STREAM, d->launcher, d, docker_destroy, &docker_nb, out);
+				  MAFH_CAP_STREAM | MAFH_CAP_EXEC_STDIN, d->launcher, d,
+				  docker_destroy, &docker_nb, out);
 	if (rc < 0)
 		return mafh__error_set(err, rc, "out of memory");
 	return 0;
@@ -1111,7 +1117,7 @@ int mafh_backend_docker_mkdtemp(struct mafh_backend *b, char *tmpl, struct mafh_
 				       "absolute path ending in XXXXXX", tmpl ? tmpl : "(none)");
 	for (tries = 0; tries < MKDTEMP_TRIES; tries++) {
 		struct docker_request req = {.method = "PUT", .content_type = "application/x-tar",
-					     .timeout_ms = REQUEST_TIMEOUT_MS};
+					     .timeout_ms = d->request_timeout_ms};
 		struct docker_reply r = {0};
 		unsigned char rnd[6];
 		struct mafh_op op = {.size = sizeof(op), .kind = MAFH_OP_STAT, .path = tmpl};

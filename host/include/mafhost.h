@@ -323,6 +323,9 @@ struct mafh_docker_options {
 	/* The engine's unix socket (copied). NULL: DOCKER_HOST when set (unix:///PATH; any
 	 * other scheme is refused), else MAFH_DOCKER_SOCKET. */
 	const char *socket_path;
+	/* The most one request to the engine may take, an exec's stream and a stream's
+	 * traffic excepted (those are bounded by their op's time): 0 is 120000. */
+	int64_t request_timeout_ms;
 };
 /* Fills *opts with the defaults and sets opts->size. */
 MAFH_API void mafh_docker_options_init(struct mafh_docker_options *opts);
@@ -340,6 +343,10 @@ MAFH_API void mafh_docker_options_init(struct mafh_docker_options *opts);
  *     engine cannot start (not found, not executable) is an error (MAFH_EIO) with the
  *     engine's reason. At timeout_ms the exec is reported timed_out with what came so far,
  *     but the engine cannot end an exec: the command may still be running in the container.
+ *     An op's cwd is the exec's WorkingDir (the engine refuses one that is not there).
+ *   exec_input: the same exec with its stdin attached, started on a connection of its own
+ *     (as a stream is): the bytes are written while its output is read, then its stdin is
+ *     ended; a command that exits before it has read them all is no error.
  *   write_file: a tar of the one file (mode 0644, owner 0:0) extracted at / by the engine,
  *     which makes missing parent directories (0755, owner 0:0), replaces a file or symlink
  *     at path without following it, and refuses to replace a directory. Not atomic: a
@@ -364,18 +371,20 @@ MAFH_API void mafh_docker_options_init(struct mafh_docker_options *opts);
  *     30 s. Closing ends its stdin and waits up to 1 s for its output's end, then closes
  *     the connection (mafh_backend_state_free closes it at once); the engine cannot end an
  *     exec, so a command that ignores its stdin's end may go on in the container.
- * Caps: EXEC, FILES_IN, FILES_OUT, DETACHED_EXEC, BLOCKING_EXEC and STREAM (the auto
- * transport); no WAIT_CHANGE, so the relay and wait transports find requests with an exec,
- * and files polls.
+ * Caps: EXEC, FILES_IN, FILES_OUT, DETACHED_EXEC, BLOCKING_EXEC, STREAM (the auto
+ * transport) and EXEC_STDIN (relay's answer on the exec's stdin: one exec a call); no
+ * WAIT_CHANGE, so the relay and wait transports find requests with an exec, and files
+ * polls.
  * No op blocks (see "driving from an event loop"): each is a few engine requests, and waits
  * on their sockets and libcurl's timers. An exec also waits on the pauses between its
  * inspections (1 ms, doubling up to 50 ms) and on its timeout; a file op on one request
- * (a stat of an absent path two), each within 120 s; a stream's ops on its connection
+ * (a stat of an absent path two), each within the request timeout (opts->request_timeout_ms,
+ * 120 s by default); a stream's ops on its connection
  * (a read until its op's until_ms, a write to be taken, a close for the output's end). The
  * table's functions (mafh_backend_exec, ...) perform the same ops to their end in poll(2).
  * Engine errors come back as one sentence with the engine's own message and a code from
  * its HTTP status (404 MAFH_ENOENT, 400 MAFH_EINVAL, 401 and 403 -EACCES, others MAFH_EIO);
- * a request that gets no answer within 120 s is MAFH_ETIMEDOUT. Ops from any number of runs
+ * a request that gets no answer within its timeout is MAFH_ETIMEDOUT. Ops from any number of runs
  * and threads go on at once over one backend, each request on a connection of its own while
  * it is under way (up to 16 idle ones are kept for the next requests; a stream holds one
  * for its life). A state slot (a stream) serves one op at a time. The caller frees *out
