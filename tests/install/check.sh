@@ -92,4 +92,10 @@ out=$(cd "$work" && env -u MAFHOST_LIBRARY -u MAFHOST_LAUNCHER PYTHONPATH="$PYTH
 	"$here/program.py" "$libdir") || fail "the Python package: host.py exited $? printing: $out"
 [ "$out" = "$(printf '42\ncalls: 1')" ] || fail "the Python package: host.py printed: $out"
 echo "install-check: host.py (mafhost from $PYTHONDIR) printed: $(printf '%s' "$out" | tr '\n' ' ')"
+# Its metadata: importlib.metadata (and pip) know the package installed, and its version.
+got=$(cd "$work" && PYTHONPATH="$PYTHONDIR" "${PYTHON:-python3}" -c \
+	'import importlib.metadata as m; print(m.version("mafhost"), len(m.files("mafhost")))') ||
+	fail "importlib.metadata does not know the installed mafhost"
+[ "${got% *}" = "$(pc --modversion)" ] || fail "the installed mafhost's metadata says: $got"
+echo "install-check: importlib.metadata: mafhost ${got% *}, ${got#* } files"
 echo "install-check: ok"
