@@ -38,3 +38,42 @@ def test_20_runs_supervised_at_once_on_one_event_loop(local, run_base):
         by_run[e.run_dir] = by_run.get(e.run_dir, 0) + 1
     assert sorted(by_run.values()) == list(range(1, 21))
     assert len({r.run_dir for r in results}) == 20
+
+
+def test_runs_wait_on_the_loop_with_no_thread_of_their_own(local):
+    """200 runs with streams at once, their tools inline: every call is answered, and the
+    process's threads while they wait are as many as with none (the library's runs are
+    watched by the loop: one descriptor each, no thread)."""
+    import resource
+    import threading
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    n = 200
+    if hard != resource.RLIM_INFINITY and hard < 8 * n:
+        import pytest
+        pytest.skip(f"RLIMIT_NOFILE's hard limit ({hard}) is below {8 * n}")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 8 * n), hard))
+    tool = mafhost.Tool(add, name="add", inline=True)
+    threads_before = threading.active_count()
+    seen = []
+
+    async def sample():
+        while True:
+            seen.append(threading.active_count())
+            await asyncio.sleep(0.05)
+
+    async def main():
+        s = asyncio.ensure_future(sample())
+        try:
+            return await asyncio.gather(*(mafhost.run(local, programs.calls(3), tools=[tool],
+                                                      timeout=240) for _ in range(n)))
+        finally:
+            s.cancel()
+
+    try:
+        results = arun(main(), timeout=300)
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert [r.calls for r in results] == [3] * n
+    assert all(r.ok and r.transport == "stream" for r in results)
+    assert max(seen) <= threads_before, (threads_before, max(seen))

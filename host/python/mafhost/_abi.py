@@ -7,8 +7,9 @@ import ctypes
 import ctypes.util
 import os
 import threading
-from ctypes import (CFUNCTYPE, POINTER, Structure, c_char, c_char_p, c_int, c_int64, c_size_t,
-                    c_uint, c_uint64, c_void_p)
+from typing import Any, Callable, Dict, List, Optional, Tuple
+from ctypes import (CFUNCTYPE, POINTER, Structure, c_char, c_char_p, c_int, c_int64, c_short,
+                    c_size_t, c_uint, c_uint64, c_void_p)
 
 from .errors import LibraryError
 
@@ -72,7 +73,7 @@ class Op(Structure):
                 ("cap", c_size_t), ("data", c_void_p), ("len", c_size_t),
                 ("replaces", c_char_p), ("until_ms", c_int64), ("wait_dir", c_char_p),
                 ("wait_names", POINTER(c_char_p)), ("call", POINTER(Call)), ("fn", c_void_p),
-                ("ud", c_void_p)]
+                ("ud", c_void_p), ("cwd", c_char_p)]
 
 
 class OpResult(Structure):
@@ -129,7 +130,7 @@ class RunResult(Structure):
                 ("supervisor_pid", c_int64), ("session", c_int), ("identity", c_char * 16),
                 ("uid", c_int64), ("gid", c_int64), ("landlock", c_char * 32),
                 ("verified", c_int), ("error", Error), ("errors", c_char_p),
-                ("transport", c_int)]
+                ("transport", c_int), ("exec_inputs", c_int64), ("streams_opened", c_int64)]
 
 
 class Param(Structure):
@@ -148,11 +149,33 @@ class Limits(Structure):
                 ("max_output_bytes", c_uint64)]
 
 
+class PollFd(Structure):
+    _fields_ = [("fd", c_int), ("events", c_short)]
+
+
+WANT_FDS = 8
+INT64_MAX = (1 << 63) - 1
+POLLIN, POLLOUT = 0x001, 0x004
+# enum mafh_progress
+PROGRESS_DONE, PROGRESS_WAIT, PROGRESS_CALL = range(3)
+
+
+class Want(Structure):
+    _fields_ = [("nfds", c_int), ("fds", PollFd * WANT_FDS), ("until_ms", c_int64),
+                ("stable", c_int)]
+
+
+class DockerOptions(Structure):
+    _fields_ = [("size", c_size_t), ("socket_path", c_char_p),
+                ("request_timeout_ms", c_int64)]
+
+
 STRUCTS = {"mafh_error": Error, "mafh_exec_result": ExecResult, "mafh_read_result": ReadResult,
            "mafh_stat": Stat, "mafh_call": Call, "mafh_op": Op, "mafh_op_result": OpResult,
            "mafh_event": Event, "mafh_run_options": RunOptions, "mafh_op_counts": OpCounts,
            "mafh_exit_record": ExitRecord, "mafh_run_result": RunResult, "mafh_param": Param,
-           "mafh_tool": Tool, "mafh_limits": Limits}
+           "mafh_tool": Tool, "mafh_limits": Limits, "mafh_pollfd": PollFd,
+           "mafh_want": Want, "mafh_docker_options": DockerOptions}
 
 _P = c_void_p
 # name: (restype, argtypes)
@@ -178,48 +201,76 @@ PROTOTYPES = {
     "mafh_run_free": (None, [_P]),
     "mafh_transport_from_name": (c_int, [c_char_p, POINTER(c_int)]),
     "mafh_json_type_from_name": (c_int, [c_char_p, POINTER(c_int)]),
+    "mafh_run_new": (c_int, [_P, _P, POINTER(RunOptions), POINTER(_P), POINTER(Error)]),
+    "mafh_run_advance": (c_int, [_P, c_int64, POINTER(Want), POINTER(POINTER(Op)),
+                                 POINTER(Error)]),
+    "mafh_task_new": (c_int, [_P, POINTER(_P), POINTER(Op), c_int64, POINTER(_P),
+                              POINTER(Error)]),
+    "mafh_task_advance": (c_int, [_P, c_int64, POINTER(Want), POINTER(POINTER(OpResult))]),
+    "mafh_task_free": (None, [_P]),
+    "mafh_backend_state_free": (None, [_P, _P]),
+    "mafh_backend_local_new": (c_int, [c_char_p, POINTER(_P)]),
+    "mafh_docker_options_init": (None, [POINTER(DockerOptions)]),
+    "mafh_backend_docker_new": (c_int, [c_char_p, c_char_p, POINTER(DockerOptions),
+                                        POINTER(_P), POINTER(Error)]),
+    "mafh_backend_docker_requests": (c_int64, [_P]),
+    "mafh_backend_docker_mkdtemp": (c_int, [_P, c_char_p, POINTER(Error)]),
+    "mafh_backend_free": (None, [_P]),
+    "mafh_backend_caps": (c_uint, [_P]),
 }
 
 
-def _candidates():
+def _candidates() -> List[str]:
     """Where libmafhost is looked for, in order: $MAFHOST_LIBRARY, the copy installed in
-    this package, then the dynamic loader's search (make install puts it there)."""
+    this package, the source tree's build (an editable install: host/python/mafhost beside
+    build/), then the dynamic loader's search (make install puts it there)."""
     env = os.environ.get("MAFHOST_LIBRARY")
     if env:
         return [env]
-    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_lib", SONAME)
-    found = [here] if os.path.exists(here) else []
+    pkg = os.path.dirname(os.path.abspath(__file__))
+    here = [os.path.join(pkg, "_lib", SONAME),
+            os.path.join(pkg, os.pardir, os.pardir, os.pardir, "build", SONAME)]
+    found = [os.path.normpath(p) for p in here if os.path.exists(p)]
     return found + [SONAME, ctypes.util.find_library("mafhost") or "libmafhost.so"]
 
 
 class Library:
-    """libmafhost, loaded. Every function of PROTOTYPES is an attribute. close() unloads it
-    (dlclose) once no run uses it; a Library closed is not used again."""
+    """libmafhost, loaded. Every function of PROTOTYPES is an attribute, without its mafh_
+    prefix (lib.run_advance is mafh_run_advance). close() unloads it (dlclose) once no run
+    uses it; a Library closed is not used again."""
 
-    def __init__(self, path=None):
+    path: str
+    library_version: str
+
+    def __init__(self, path: Optional[str] = None) -> None:
         tried = []
+        dll: Optional[ctypes.CDLL] = None
+        cand = ""
         for cand in ([path] if path else _candidates()):
             try:
-                self._dll = ctypes.CDLL(cand)
+                dll = ctypes.CDLL(cand)
                 break
             except OSError as e:
                 tried.append(f"{cand} ({e})")
-        else:
+        if dll is None:
             raise LibraryError("cannot load libmafhost: tried " + "; ".join(tried) +
                                " (build it with make, install it with make install, or name "
                                "it with MAFHOST_LIBRARY)")
+        self._dll: Optional[ctypes.CDLL] = dll
         self.path = path or cand
         self._users = 0
         self._lock = threading.Lock()
+        self._on_close: List[Callable[[], None]] = []
+        self._fns: Dict[str, Any] = {}
         for name, (res, args) in PROTOTYPES.items():
             try:
-                fn = getattr(self._dll, name)
+                fn = getattr(dll, name)
             except AttributeError:
                 self._unload()
                 raise LibraryError(f"{self.path} is not libmafhost: it has no {name}") \
                     from None
             fn.restype, fn.argtypes = res, args
-            setattr(self, name[5:], fn)
+            self._fns[name[5:]] = fn
         self.library_version = self.version().decode()
         if self.library_version.split(".")[:2] != VERSION.split(".")[:2]:
             v = self.library_version
@@ -227,24 +278,39 @@ class Library:
             raise LibraryError(f"{self.path} is libmafhost {v}; this package needs "
                                f"{VERSION.rsplit('.', 1)[0]}.x")
 
-    def strerror_text(self, code):
-        return self.strerror(code).decode()
+    def __getattr__(self, name: str) -> Any:
+        # The C functions: ctypes gives them no types of their own, so they are Any here;
+        # PROTOTYPES says what each takes and returns.
+        fns = self.__dict__.get("_fns")
+        if fns is not None and name in fns:
+            return fns[name]
+        raise AttributeError(name)
 
-    def acquire(self):
+    def strerror_text(self, code: int) -> str:
+        text: bytes = self.strerror(code)
+        return text.decode()
+
+    def acquire(self) -> None:
         with self._lock:
             if self._dll is None:
                 raise LibraryError("libmafhost was unloaded; load it again (mafhost.load)")
             self._users += 1
 
-    def release(self):
+    def release(self) -> None:
         with self._lock:
             self._users -= 1
 
     @property
-    def loaded(self):
+    def loaded(self) -> bool:
         return self._dll is not None
 
-    def close(self):
+    def on_close(self, fn: Callable[[], None]) -> None:
+        """fn() is called once, when the library is closed, before it is unloaded (what was
+        made with it, such as a backend's handle, is freed then)."""
+        with self._lock:
+            self._on_close.append(fn)
+
+    def close(self) -> None:
         """Unloads the library: LibraryError while a run still uses it."""
         with self._lock:
             if self._dll is None:
@@ -252,22 +318,28 @@ class Library:
             if self._users:
                 raise LibraryError(f"libmafhost is in use by {self._users} run(s); unload "
                                    "it once they have ended")
-            self._unload()
+            hooks, self._on_close = self._on_close, []
+        for fn in hooks:
+            fn()
+        with self._lock:
+            if self._dll is not None:
+                self._unload()
 
-    def _unload(self):
+    def _unload(self) -> None:
+        if self._dll is None:
+            return
         handle = self._dll._handle
-        for name in PROTOTYPES:
-            self.__dict__.pop(name[5:], None)
+        self._fns = {}
         self._dll = None
         import _ctypes
-        _ctypes.dlclose(handle)
+        _ctypes.dlclose(handle)  # type: ignore[attr-defined]  # Linux's, not in typeshed
 
 
-_default = None
+_default: Optional[Library] = None
 _default_lock = threading.Lock()
 
 
-def load(path=None):
+def load(path: Optional[str] = None) -> Library:
     """The library runs use by default: loaded now (from path, or as _candidates says) if it
     is not yet. Returns it."""
     global _default
@@ -280,7 +352,7 @@ def load(path=None):
         return _default
 
 
-def unload():
+def unload() -> None:
     """Unloads the default library (LibraryError while a run uses it). A later run, or
     load(), loads it again."""
     global _default

@@ -16,6 +16,15 @@ Only the module's private machinery differs, and it is kept out of the module's 
 cannot shadow it."""
 import ast
 import re
+from typing import FrozenSet, Iterable, Optional, Protocol, Tuple, Union
+
+
+class HostToolShim(Protocol):
+    """maf-sandbox's host_tool_shim, as this module calls it: the generated module's source
+    for some names and a call timeout."""
+
+    def __call__(self, names: Union[FrozenSet[str], Tuple[str, ...]], *,
+                 call_timeout: float) -> str: ...
 
 # What takes the place of maf-sandbox's shim body; "{wrappers}" is where the wrappers the
 # caller's shim had go, as they were written. Braces are doubled for str.format.
@@ -235,7 +244,7 @@ _TIMEOUT_LINE = re.compile(r"^_TIMEOUT = (.+)$", re.M)
 _RETURN_LINE = re.compile(r"^    return call\((.+), \*\*arguments\)$", re.M)
 
 
-def compatible(upstream_shim_text, host_tool_shim):
+def compatible(upstream_shim_text: str, host_tool_shim: HostToolShim) -> Optional[str]:
     """The shim to write in place of upstream_shim_text, or None when that text is not
     maf-sandbox's generated shim as host_tool_shim (maf-sandbox's own function) writes it
     for some names and call timeout: a shim the caller wrote itself is served as written."""
@@ -261,12 +270,13 @@ def compatible(upstream_shim_text, host_tool_shim):
     return for_names_text(timeout, upstream_shim_text[len(bare.rstrip("\n")):])
 
 
-def for_names_text(timeout, wrappers):
+def for_names_text(timeout: float, wrappers: str) -> str:
     """Our shim with the call timeout and the wrappers' source as given."""
     return _BODY.format(timeout=timeout, poll=_POLL, wrappers=wrappers)
 
 
-def for_registry(names, host_tool_shim, call_timeout=300.0):
+def for_registry(names: Iterable[str], host_tool_shim: HostToolShim,
+                 call_timeout: float = 300.0) -> Optional[str]:
     """Our shim for a registry's names, with the wrappers maf-sandbox would generate."""
     upstream = host_tool_shim(frozenset(names), call_timeout=call_timeout)
     return compatible(upstream, host_tool_shim)

@@ -1,6 +1,8 @@
 """The asyncio driver of libmafhost's sans-I/O core: the core says what it needs (an exec, a
 read, a write, a wait, a tool call, a stream's bytes), this driver does it over a sandbox
 object (sandbox.py) and hands back the result, until the run is over."""
+from __future__ import annotations
+
 import asyncio
 import ctypes
 import errno
@@ -11,13 +13,28 @@ import os
 import secrets
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import (TYPE_CHECKING, Any, Awaitable, Callable, Dict, List, Literal, Optional, Sequence, Set,
+                    Tuple, Union)
 
 from . import _abi
-from ._tools import Limits, as_tools, build_registry
+from ._tools import Limits, Tool, ToolsArg, as_tools, build_registry
+from ._native import RunWaiter
+from ._upstream import Answerer
+from .sandbox import Stream
+
+if TYPE_CHECKING:
+    # maf-sandbox's, served through its own dispatch (an Any where it is not installed).
+    from maf_sandbox import HostToolRegistry, HostToolRun
 from .errors import (BackendError, ConfigError, FileTooLarge, LaunchFailed, RunLost, RunTimeout)
 
 log = logging.getLogger("mafhost")
+
+Transport = Literal["auto", "files", "wait", "relay", "stream"]
+Egress = Literal["closed", "open"]
+Seccomp = Literal["default", "off"]
+Landlock = Literal["auto", "off"]
+# What an op's result points to, kept alive until the run has taken it.
+Keep = Optional[Sequence[object]]
 
 # A foreign exec may not keep to its own timeout; past it by this much, the driver stops
 # waiting and reports the exec timed out.
@@ -64,6 +81,11 @@ class Event:
     exit_code: Optional[int] = None
 
 
+# Called with each Event as it happens; what it returns, when awaitable, is awaited (in a task
+# of its own, before run() returns).
+EventCallback = Callable[[Event], Any]
+
+
 @dataclass
 class RunResult:
     """How a run ended. status: "exited", "signaled", "timeout", "stopped",
@@ -97,23 +119,28 @@ class RunResult:
     errors: List[str] = field(default_factory=list)
 
     @property
-    def ok(self):
+    def ok(self) -> bool:
         return self.status == "exited" and self.exit_code == 0
 
     @property
-    def backend_operation_count(self):
+    def backend_operation_count(self) -> int:
         return sum(self.backend_operations.values())
 
 
-def _s(b):
+def _s(b: Optional[bytes]) -> Optional[str]:
     return b.decode("utf-8", "replace") if b is not None else None
 
 
-def _now_ms():
+def _t(b: bytes) -> str:
+    """A text field of the library's (a char array, never NULL)."""
+    return b.decode("utf-8", "replace")
+
+
+def _now_ms() -> int:
     return time.monotonic_ns() // 1_000_000
 
 
-def _argv(ptr):
+def _argv(ptr: Any) -> List[str]:
     out, i = [], 0
     while ptr[i] is not None:
         out.append(os.fsdecode(ptr[i]))
@@ -121,20 +148,20 @@ def _argv(ptr):
     return out
 
 
-def _cstrings(items):
+def _cstrings(items: Sequence[str]) -> Any:
     """A NULL-terminated char *[] of items (the array holds on to its strings)."""
     enc = [os.fsencode(x) for x in items]
     arr = (ctypes.c_char_p * (len(enc) + 1))(*enc, None)
     return arr
 
 
-def _rel(path):
+def _rel(path: str) -> str:
     """The core's absolute path as the surface takes it: relative to working_directory
     "/"."""
     return path.lstrip("/") or "."
 
 
-def _errno_of(exc, default=errno.EIO):
+def _errno_of(exc: BaseException, default: int = errno.EIO) -> int:
     if isinstance(exc, OSError) and exc.errno:
         return exc.errno
     code = getattr(exc, "code", 0)
@@ -145,7 +172,7 @@ def _errno_of(exc, default=errno.EIO):
     return default
 
 
-def _sentence(what, exc):
+def _sentence(what: str, exc: BaseException) -> str:
     text = str(exc) or type(exc).__name__
     return f"{what}: {text}"
 
@@ -153,7 +180,7 @@ def _sentence(what, exc):
 class _Sandbox:
     """The calls on the sandbox object, counted, each turned into an op's result."""
 
-    def __init__(self, sandbox):
+    def __init__(self, sandbox: Any) -> None:
         for m in ("exec", "write_file", "read_file", "stat_file"):
             if not callable(getattr(sandbox, m, None)):
                 raise ConfigError(f"the backend {type(sandbox).__name__} has no {m}() (a "
@@ -168,25 +195,25 @@ class _Sandbox:
         # after.
         self.bounded = {m: _takes(getattr(sandbox, m, None), "max_output")
                         for m in ("exec", "exec_input")}
-        self.counts = {}
+        self.counts: Dict[str, int] = {}
         # What the sandbox object raised, first to last (a caller serving maf-sandbox's
         # contract re-raises the first, as maf-sandbox's supervisor would).
-        self.exceptions = []
+        self.exceptions: List[BaseException] = []
 
-    def failed(self, res, exc, what):
+    def failed(self, res: _abi.OpResult, exc: BaseException, what: str) -> Keep:
         self.exceptions.append(exc)
         return _fail(res, exc, what)
 
-    def count(self, what):
+    def count(self, what: str) -> None:
         self.counts[what] = self.counts.get(what, 0) + 1
 
     @property
-    def caps(self):
+    def caps(self) -> int:
         caps = _abi.CAPS_REQUIRED | _abi.CAP_BLOCKING_EXEC
         caps |= _abi.CAP_STREAM if self.has_stream else 0
         return caps | (_abi.CAP_EXEC_STDIN if self.has_exec_input else 0)
 
-    async def exec(self, op, res):
+    async def exec(self, op: _abi.Op, res: _abi.OpResult) -> Keep:
         """An EXEC op: the object's exec, or with the op's data (its stdin) exec_input."""
         argv = _argv(op.argv)
         timeout = op.timeout_ms / 1000 if op.timeout_ms > 0 else None
@@ -217,23 +244,24 @@ class _Sandbox:
             len(err)
         return (out, err)
 
-    async def stat(self, path):
+    async def stat(self, path: str) -> Any:
         self.count("stat_file")
         return await self.sb.stat_file(_rel(path), working_directory="/")
 
-    async def stat_op(self, op, res):
+    async def stat_op(self, op: _abi.Op, res: _abi.OpResult) -> Keep:
         path = op.path.decode()
         try:
             st = await self.stat(path)
         except Exception as e:
             return self.failed(res, e, f"the backend's stat of {path} failed")
         if st is not None:
-            res.stat.exists, res.stat.size = 1, int(st.size_bytes)
+            # A surface may not know a size (maf-sandbox's, for a link): 0 then.
+            res.stat.exists, res.stat.size = 1, int(st.size_bytes or 0)
             res.stat.type = {"file": _abi.FILE_REGULAR, "directory": _abi.FILE_DIR,
                              "symlink": _abi.FILE_SYMLINK}.get(st.kind, _abi.FILE_OTHER)
         return ()
 
-    async def read(self, op, res):
+    async def read(self, op: _abi.Op, res: _abi.OpResult) -> Keep:
         """Read-if-present over the surface: a stat (absent, not a regular file, past the
         cap: no read), then the read."""
         path = op.path.decode()
@@ -245,7 +273,7 @@ class _Sandbox:
             if st.kind != "file":
                 res.read.status = _abi.READ_NOT_REGULAR
                 return ()
-            if st.size_bytes > op.cap:
+            if st.size_bytes is not None and st.size_bytes > op.cap:
                 res.read.status, res.read.size = _abi.READ_TOO_BIG, int(st.size_bytes)
                 return ()
             self.count("read_file")
@@ -271,7 +299,7 @@ class _Sandbox:
         res.read.data = ctypes.cast(ctypes.c_char_p(data), ctypes.c_void_p)
         return (data,)
 
-    async def write(self, op, res):
+    async def write(self, op: _abi.Op, res: _abi.OpResult) -> Keep:
         path = op.path.decode()
         data = ctypes.string_at(op.data, op.len) if op.len else b""
         self.count("write_file")
@@ -282,7 +310,7 @@ class _Sandbox:
         return ()
 
 
-def _takes(fn, name):
+def _takes(fn: Any, name: str) -> bool:
     """Whether the callable fn takes the keyword argument name."""
     if not callable(fn):
         return False
@@ -293,7 +321,7 @@ def _takes(fn, name):
     return name in params  # not through **kwargs, which may be passed on to anything
 
 
-def _fail(res, exc, what):
+def _fail(res: _abi.OpResult, exc: BaseException, what: str) -> Keep:
     res.error = -_errno_of(exc)
     res.detail.code = res.error
     res.detail.message = _sentence(what, exc).encode("utf-8", "replace")[:255]
@@ -305,11 +333,11 @@ class _Stream:
     """The run's one stream, and the read it may have pending: a read is never cancelled,
     only waited on again."""
 
-    def __init__(self, stream):
+    def __init__(self, stream: Stream) -> None:
         self.stream = stream
-        self.reading = None
+        self.reading: Optional[asyncio.Future[bytes]] = None
 
-    async def read(self, op, res, now_ms):
+    async def read(self, op: _abi.Op, res: _abi.OpResult, now_ms: int) -> Keep:
         if self.reading is None:
             self.reading = asyncio.ensure_future(self.stream.read(op.cap))
         left = max(0, op.until_ms - now_ms) / 1000
@@ -334,7 +362,7 @@ class _Stream:
         res.stream_len = len(data)
         return (data,)
 
-    async def write(self, op, res):
+    async def write(self, op: _abi.Op, res: _abi.OpResult) -> Keep:
         data = ctypes.string_at(op.data, op.len)
         timeout = op.timeout_ms / 1000 if op.timeout_ms > 0 else None
         try:
@@ -348,7 +376,7 @@ class _Stream:
             _fail(res, e, "a write to the stream failed")
         return ()
 
-    async def close(self):
+    async def close(self) -> None:
         try:
             await asyncio.wait_for(self.stream.close(), STREAM_CLOSE_S)
         except asyncio.TimeoutError:
@@ -364,7 +392,9 @@ class _Stream:
 
 
 class _Run:
-    def __init__(self, lib, sandbox, tools, on_event, run_dir, answerer=None):
+    def __init__(self, lib: _abi.Library, sandbox: _Sandbox, tools: Sequence[Tool],
+                 on_event: Optional[EventCallback], run_dir: str,
+                 answerer: Optional[Answerer] = None) -> None:
         self.lib = lib
         self.sb = sandbox
         self.tools = {t.name: t for t in tools}
@@ -373,19 +403,19 @@ class _Run:
         self.answerer = answerer
         self.on_event = on_event
         self.run_dir = run_dir
-        self.stream = None
-        self.keep = None
+        self.stream: Optional[_Stream] = None
+        self.keep: Keep = None
         self.handle = ctypes.c_void_p()
         self.event_fn = _abi.EVENT_FN(self._event)
-        self.tasks = set()
+        self.tasks: Set[asyncio.Future[Any]] = set()
 
-    def _event(self, evp, _ud):
+    def _event(self, evp: Any, _ud: Any) -> None:
         try:
             self._emit(evp.contents)
         except Exception:  # an exception cannot cross the library; it is logged
             log.exception("mafhost: the event callback failed")
 
-    def _emit(self, e):
+    def _emit(self, e: _abi.Event) -> None:
         kind = _abi.EVENT_KINDS[e.kind]
         if kind in ("call_served", "call_refused", "call_undelivered"):
             fields = dict(call_id=e.call_id, tool=_s(e.tool), duration_ms=e.duration_ms,
@@ -407,8 +437,9 @@ class _Run:
                 self.tasks.add(t)
                 t.add_done_callback(self.tasks.discard)
 
-    async def raw_call(self, c, res):
+    async def raw_call(self, c: _abi.Call, res: _abi.OpResult) -> Keep:
         data = ctypes.string_at(c.arguments, c.arguments_len) if c.arguments_len else b""
+        assert self.answerer is not None  # only a pass-through run has raw calls
         how, response = await self.answerer(c.flags, data, c.request_size)
         res.raw_answer = how
         if response is None:
@@ -417,23 +448,23 @@ class _Run:
         res.value_len = len(response)
         return (response,)
 
-    async def call(self, op, res):
+    async def call(self, op: _abi.Op, res: _abi.OpResult) -> Keep:
         c = op.call.contents
         if c.flags & _abi.CALL_RAW:
             return await self.raw_call(c, res)
-        t = self.tools.get(_s(c.tool))
+        t = self.tools.get(_t(c.tool or b""))
         if t is None:  # the core refuses unknown tools first; this is a safety net
             res.refusal = f"there is no host tool named '{_s(c.tool)}'".encode()
             return (res.refusal,)
         args = json.loads(ctypes.string_at(c.arguments, c.arguments_len))
         value, refusal, note = await t.invoke(args)
-        keep = []
+        keep: List[object] = []
         if value is not None:
             v = value.encode("utf-8", "surrogatepass")
             res.value, res.value_len = ctypes.cast(ctypes.c_char_p(v), ctypes.c_void_p), len(v)
             keep.append(v)
         else:
-            res.refusal = refusal.encode("utf-8", "replace")
+            res.refusal = (refusal or "").encode("utf-8", "replace")
             keep.append(res.refusal)
         if note:
             n = note.encode("utf-8", "replace")
@@ -441,7 +472,7 @@ class _Run:
             keep.append(n)
         return keep
 
-    async def perform(self, op, res):
+    async def perform(self, op: _abi.Op, res: _abi.OpResult) -> Keep:
         """Does op, fills res; returns what must stay alive until res is handed over."""
         k = op.kind
         if k == _abi.OP_WAIT_UNTIL:
@@ -449,9 +480,12 @@ class _Run:
             if left > 0:
                 await asyncio.sleep(left / 1000)
             return ()
-        if k == _abi.OP_STREAM_READ:
-            return await self.stream.read(op, res, _now_ms())
-        if k == _abi.OP_STREAM_WRITE:
+        if k in (_abi.OP_STREAM_READ, _abi.OP_STREAM_WRITE):
+            # The core asks for these only while a stream it opened is open.
+            if self.stream is None:
+                raise AssertionError("libmafhost asked for a stream op with no stream open")
+            if k == _abi.OP_STREAM_READ:
+                return await self.stream.read(op, res, _now_ms())
             return await self.stream.write(op, res)
         if k == _abi.OP_CALL:
             return await self.call(op, res)
@@ -478,7 +512,57 @@ class _Run:
             return ()
         raise AssertionError(f"libmafhost asked for an op of kind {k}")
 
-    async def drive(self):
+    async def drive_native(self) -> Optional[BaseException]:
+        """Drives the run over one of the library's backends: the library performs every
+        op but the tool calls, and says what it waits on; the event loop watches that."""
+        want, callp, err = _abi.Want(), ctypes.POINTER(_abi.Op)(), _abi.Error()
+        waiter = RunWaiter()
+        try:
+            return await self._drive_native(waiter, want, callp, err)
+        finally:
+            waiter.close()
+
+    async def _drive_native(self, waiter: RunWaiter, want: _abi.Want, callp: Any,
+                            err: _abi.Error) -> Optional[BaseException]:
+        from ._native import now_ms as now
+        lib, handle = self.lib, self.handle
+        cancelled: Optional[BaseException] = None
+        while True:
+            rc = lib.run_advance(handle, now(), ctypes.byref(want), ctypes.byref(callp),
+                                 ctypes.byref(err))
+            if rc < 0:
+                raise BackendError(err.message.decode("utf-8", "replace") or
+                                   lib.strerror_text(rc), rc)
+            if rc == _abi.PROGRESS_DONE:
+                return cancelled
+            try:
+                if rc == _abi.PROGRESS_WAIT:
+                    await waiter.wait(want)
+                    continue
+                res = _abi.OpResult()
+                lib.op_result_init(ctypes.byref(res), _abi.OP_CALL)
+                try:
+                    self.keep = await self.call(callp.contents, res)
+                except asyncio.CancelledError:
+                    res = _abi.OpResult()
+                    lib.op_result_init(ctypes.byref(res), _abi.OP_CALL)
+                    res.error = -errno.ECANCELED
+                    raise
+                except Exception as e:
+                    log.exception("mafhost: a tool call failed in mafhost")
+                    res = _abi.OpResult()
+                    lib.op_result_init(ctypes.byref(res), _abi.OP_CALL)
+                    _fail(res, e, "the call failed in mafhost")
+                finally:
+                    lib.run_op_result(handle, now(), ctypes.byref(res))
+                    self.keep = None
+            except asyncio.CancelledError as e:
+                # The caller gave up on the run: the core stops the program and reclaims
+                # the run directory, then the cancellation goes on.
+                cancelled = cancelled or e
+                lib.run_stop(handle)
+
+    async def drive(self) -> Optional[BaseException]:
         lib, handle = self.lib, self.handle
         opp = ctypes.POINTER(_abi.Op)()
         cancelled = None
@@ -519,7 +603,7 @@ class _Run:
         return cancelled
 
 
-def _log_event(ev):
+def _log_event(ev: Event) -> None:
     if ev.kind == "run_started":
         log.info("run %s: started, pid %s", ev.run_dir, ev.pid)
     elif ev.kind == "call_served":
@@ -538,13 +622,23 @@ def _log_event(ev):
         log.info("run %s: ended, %s, exit code %s", ev.run_dir, ev.status, ev.exit_code)
 
 
-def _result(lib, handle, sandbox, run_dir):
+def _native_counts(r: _abi.RunResult) -> Dict[str, int]:
+    """The library backend's operations of a run, by the sandbox surface's method names."""
+    o = r.ops
+    counts = {"exec": o.exec - r.exec_inputs - r.streams_opened,
+              "exec_input": r.exec_inputs, "open_stream": r.streams_opened,
+              "write_file": o.write, "read_file": o.read, "stat_file": o.stat}
+    return {k: v for k, v in counts.items() if v}
+
+
+def _result(lib: _abi.Library, handle: ctypes.c_void_p, sandbox: _Sandbox, run_dir: str,
+            native: bool = False) -> RunResult:
     r = lib.run_result(handle).contents
     rec = r.record
-    record = ExitRecord(_s(rec.status), rec.exit_code, rec.signal, rec.wall_ms, rec.cpu_ms,
+    record = ExitRecord(_t(rec.status), rec.exit_code, rec.signal, rec.wall_ms, rec.cpu_ms,
                         rec.peak_rss_kb, rec.output_bytes, bool(rec.output_truncated),
-                        rec.calls, rec.undelivered, _s(rec.seccomp), _s(rec.landlock),
-                        _s(rec.error)) if rec.have_record else None
+                        rec.calls, rec.undelivered, _t(rec.seccomp), _t(rec.landlock),
+                        _t(rec.error)) if rec.have_record else None
     out = ctypes.string_at(r.output, r.output_len) if r.output else b""
     errors = _s(r.errors) or ""
     return RunResult(
@@ -553,42 +647,93 @@ def _result(lib, handle, sandbox, run_dir):
         output_truncated=bool(r.output_truncated), calls=r.calls, refusals=r.refusals,
         undelivered=r.undelivered,
         ops={k: getattr(r.ops, k) for k, _ in _abi.OpCounts._fields_},
-        backend_operations=dict(sandbox.counts), wall_ms=r.wall_ms,
+        backend_operations=_merged(sandbox.counts, _native_counts(r) if native else {}),
+        wall_ms=r.wall_ms,
         transport=_abi.TRANSPORTS[r.transport], run_dir=run_dir, pid=r.pid,
-        supervisor_pid=r.supervisor_pid, identity=_s(r.identity), uid=r.uid, gid=r.gid,
-        landlock=_s(r.landlock), verified=bool(r.verified), record=record,
-        error=_s(r.error.message), error_code=r.error.code,
+        supervisor_pid=r.supervisor_pid, identity=_t(r.identity), uid=r.uid, gid=r.gid,
+        landlock=_t(r.landlock), verified=bool(r.verified), record=record,
+        error=_t(r.error.message), error_code=r.error.code,
         errors=[e for e in errors.splitlines() if e])
+
+
+def _merged(a: Dict[str, int], b: Dict[str, int]) -> Dict[str, int]:
+    out = dict(a)
+    for k, v in b.items():
+        out[k] = out.get(k, 0) + v
+    return out
 
 
 _RAISES = {"timeout": RunTimeout, "lost": RunLost, "launch_failed": LaunchFailed,
            "error": BackendError}
 
 
-async def run(backend, program: Optional[str] = None, *, tools=(), timeout: float = 60.0,
-              argv: Optional[Sequence[str]] = None, limits: Optional[Limits] = None,
-              run_dir: Optional[str] = None, launcher: Optional[str] = None,
-              transport: str = "auto", on_event: Optional[Callable[[Event], Any]] = None,
-              check: bool = True, egress: Optional[str] = None,
-              seccomp: Optional[str] = None, landlock: Optional[str] = None,
-              user: Optional[str] = None, max_procs: Optional[int] = None,
-              max_memory: Optional[int] = None, writable: Sequence[str] = (),
-              keep_run_dir: bool = False, library=None, **_private) -> RunResult:
+@dataclass
+class _Spec:
+    """What a run was asked to be: run()'s arguments, checked, and its private ones."""
+    program: Optional[Union[str, bytes]]
+    argv: Optional[Sequence[str]]
+    timeout: float
+    run_dir: Optional[str] = None
+    launcher: Optional[str] = None
+    transport: str = "auto"
+    egress: Optional[str] = None
+    seccomp: Optional[str] = None
+    landlock: Optional[str] = None
+    user: Optional[str] = None
+    max_procs: Optional[int] = None
+    max_memory: Optional[int] = None
+    writable: Sequence[str] = ()
+    keep_run_dir: bool = False
+    # A pass-through run: every request goes to the answerer (_upstream.Answerer).
+    answerer: Optional[Answerer] = None
+    # An entry of the run directory the reclaim leaves.
+    reclaim_keep: Optional[str] = None
+    # With an answerer: write the shim compatible with maf-sandbox's beside the program.
+    write_shim: bool = False
+    # The slowest poll of the files transport.
+    poll_max_ms: Optional[float] = None
+
+
+async def run(backend: Any, program: Optional[str] = None, *,
+              tools: Union[ToolsArg, HostToolRegistry, HostToolRun] = (),
+              timeout: float = 60.0, argv: Optional[Sequence[str]] = None,
+              limits: Optional[Limits] = None, run_dir: Optional[str] = None,
+              launcher: Optional[str] = None, transport: Transport = "auto",
+              on_event: Optional[EventCallback] = None, check: bool = True,
+              egress: Optional[Egress] = None, seccomp: Optional[Seccomp] = None,
+              landlock: Optional[Landlock] = None, user: Optional[str] = None,
+              max_procs: Optional[int] = None, max_memory: Optional[int] = None,
+              writable: Sequence[str] = (), keep_run_dir: bool = False,
+              library: Optional[_abi.Library] = None) -> RunResult:
     """Runs a program in backend through maf-launch, serving its host-tool calls with
     tools, and returns its RunResult once it is over.
 
+    backend: LocalSandbox or DockerSandbox (libmafhost's own backends, driven from this
+    event loop), or any object with maf-sandbox's sandbox surface (mafhost.sandbox).
     program: Python source, written into the run directory with the guest module
     maf_host_tools beside it and run with python3; or None with argv, a program already in
-    the sandbox. See the package's documentation for the rest; with check (the default) a
-    run that timed out, was lost, failed to launch or failed in the backend raises
-    RunTimeout, RunLost, LaunchFailed or BackendError (its result in .result). Cancelling
-    the task stops the program and reclaims the run directory before the cancellation goes
-    on."""
-    if program is None and not argv:
+    the sandbox. tools: functions, Tools, a mapping of names to them, or a maf-sandbox
+    HostToolRegistry (or HostToolRun), served through its own dispatch. See the package's
+    documentation for the rest; with check (the default) a run that timed out, was lost,
+    failed to launch or failed in the backend raises RunTimeout, RunLost, LaunchFailed or
+    BackendError (its result in .result). Cancelling the task stops the program and
+    reclaims the run directory before the cancellation goes on."""
+    spec = _Spec(program, argv, timeout, run_dir, launcher, transport, egress, seccomp,
+                 landlock, user, max_procs, max_memory, writable, keep_run_dir)
+    return await _serve(backend, spec, tools, limits, on_event, check, library)
+
+
+async def _serve(backend: Any, spec: _Spec, tools: Any, limits: Optional[Limits],
+                 on_event: Optional[EventCallback], check: bool,
+                 library: Optional[_abi.Library], sandbox: Optional[_Sandbox] = None
+                 ) -> RunResult:
+    """run(), with the private parts of spec, and sandbox (a _Sandbox already made)."""
+    if spec.program is None and not spec.argv:
         raise ConfigError("give a program (Python source) or argv (a program in the "
                           "sandbox)")
-    if timeout is None or not timeout > 0:
-        raise ConfigError(f"the timeout must be a positive number of seconds, not {timeout!r}")
+    if spec.timeout is None or not spec.timeout > 0:
+        raise ConfigError("the timeout must be a positive number of seconds, not "
+                          f"{spec.timeout!r}")
     from . import _upstream
     served = _upstream.served_registry(tools)
     if served is not None:
@@ -597,57 +742,53 @@ async def run(backend, program: Optional[str] = None, *, tools=(), timeout: floa
         if limits is not None:
             raise ConfigError("limits do not apply to a HostToolRegistry, whose own "
                               "response_limits and max_dispatches_per_run bound the run")
-        _private = dict(_private, answerer=_upstream.Answerer(served),
-                        write_shim=program is not None)
+        spec.answerer = _upstream.Answerer(served)
+        spec.write_shim = spec.program is not None
         limits, tools = _upstream.limits_for(served), ()
     lib = library if library is not None else _abi.load()
     lib.acquire()
     try:
-        return await _run(lib, backend, program, tools, timeout, argv, limits, run_dir,
-                          launcher, transport, on_event, check, egress, seccomp, landlock,
-                          user, max_procs, max_memory, writable, keep_run_dir, **_private)
+        return await _run(lib, backend, spec, as_tools(tools), limits, on_event, check,
+                          sandbox)
     finally:
         lib.release()
 
 
-async def _run(lib, backend, program, tools, timeout, argv, limits, run_dir, launcher,
-               transport, on_event, check, egress, seccomp, landlock, user, max_procs,
-               max_memory, writable, keep_run_dir, answerer=None, reclaim_keep=None,
-               write_shim=None, poll_max_ms=None, sandbox=None):
-    """The run. Private: answerer (a pass-through registry whose requests it answers),
-    reclaim_keep (an entry of the run directory the reclaim leaves), write_shim (for an
-    answerer: write the shim compatible with maf-sandbox's beside the program),
-    poll_max_ms (the slowest files poll) and sandbox (a _Sandbox already made)."""
+async def _run(lib: _abi.Library, backend: Any, spec: _Spec, tools: List[Tool],
+               limits: Optional[Limits], on_event: Optional[EventCallback], check: bool,
+               sandbox: Optional[_Sandbox]) -> RunResult:
     sandbox = sandbox or _Sandbox(backend)
-    tools = as_tools(tools)
+    from .local import NativeSandbox
+    native = backend if isinstance(backend, NativeSandbox) else None
+    answerer = spec.answerer
     reg = build_registry(lib, tools, limits or Limits(), pass_through=answerer is not None)
     try:
-        r = _Run(lib, sandbox, tools, on_event, run_dir or "/mafhost-check", answerer)
+        r = _Run(lib, sandbox, tools, on_event, spec.run_dir or "/mafhost-check", answerer)
         opts = _abi.RunOptions()
         lib.run_options_init(ctypes.byref(opts))
-        keep = _options(lib, opts, r, r.run_dir, program, argv, launcher, timeout, transport,
-                        egress, seccomp, landlock, user, max_procs, max_memory, writable,
-                        keep_run_dir, backend)
+        keep = _options(lib, opts, r, spec, backend)
         if answerer is not None:
             opts.write_shim = 0
-            if reclaim_keep is not None:
-                opts.reclaim_keep = os.fsencode(reclaim_keep)
+            if spec.reclaim_keep is not None:
+                opts.reclaim_keep = os.fsencode(spec.reclaim_keep)
                 keep.append(opts.reclaim_keep)
-            if poll_max_ms is not None:
-                opts.poll_max_ms = max(int(poll_max_ms), opts.poll_min_ms)
+            if spec.poll_max_ms is not None:
+                opts.poll_max_ms = max(int(spec.poll_max_ms), opts.poll_min_ms)
+        bh = await native._native.ahandle(lib) if native is not None else None
+        run_dir = spec.run_dir
         if run_dir is None:
             # The options are checked by the library (with a placeholder directory) before
             # a run directory is made, so that a bad one leaves nothing behind.
-            lib.run_free(_new_run(lib, reg, sandbox, opts))
-            run_dir = r.run_dir = await _make_run_dir(sandbox, program is None)
+            lib.run_free(_new_run(lib, reg, sandbox, opts, bh))
+            run_dir = r.run_dir = await _make_run_dir(sandbox, spec.program is None)
             opts.run_dir = os.fsencode(run_dir)
             keep.append(opts.run_dir)
-        if answerer is not None and write_shim:
+        if answerer is not None and spec.write_shim:
             await answerer.write_shim(sandbox, run_dir)
-        r.handle = _new_run(lib, reg, sandbox, opts)
+        r.handle = _new_run(lib, reg, sandbox, opts, bh)
         try:
-            cancelled = await r.drive()
-            result = _result(lib, r.handle, sandbox, run_dir)
+            cancelled = await (r.drive_native() if bh is not None else r.drive())
+            result = _result(lib, r.handle, sandbox, run_dir, bh is not None)
         finally:
             lib.run_free(r.handle)
             del keep
@@ -662,11 +803,17 @@ async def _run(lib, backend, program, tools, timeout, argv, limits, run_dir, lau
     return result
 
 
-def _new_run(lib, reg, sandbox, opts):
-    """The library's run over opts, or ConfigError with its sentence."""
+def _new_run(lib: _abi.Library, reg: ctypes.c_void_p, sandbox: _Sandbox,
+             opts: _abi.RunOptions, backend: Optional[ctypes.c_void_p] = None) -> ctypes.c_void_p:
+    """The library's run over opts (over backend, one of the library's, when given), or
+    ConfigError with its sentence."""
     handle, err = ctypes.c_void_p(), _abi.Error()
-    rc = lib.run_new_sansio(reg, sandbox.caps, ctypes.byref(opts), ctypes.byref(handle),
-                            ctypes.byref(err))
+    if backend is not None:
+        rc = lib.run_new(reg, backend, ctypes.byref(opts), ctypes.byref(handle),
+                         ctypes.byref(err))
+    else:
+        rc = lib.run_new_sansio(reg, sandbox.caps, ctypes.byref(opts), ctypes.byref(handle),
+                                ctypes.byref(err))
     if rc < 0:
         why = err.message.decode() or lib.strerror_text(rc)
         if rc == -errno.ENOTSUP and not sandbox.has_stream and "STREAM" in why:
@@ -675,14 +822,15 @@ def _new_run(lib, reg, sandbox, opts):
     return handle
 
 
-async def _make_run_dir(sandbox, must_exist):
+async def _make_run_dir(sandbox: _Sandbox, must_exist: bool) -> str:
     """A fresh run directory: the backend's mkdtemp where it has one; else a name no one
     can guess under /tmp, made (when no program is written to make it) by writing a file
     in it that the reclaim removes with the rest."""
     mk = getattr(sandbox.sb, "mkdtemp", None)
     if callable(mk):
         sandbox.count("mkdtemp")
-        return await mk()
+        made: str = await mk()
+        return made
     path = f"/tmp/mafhost-{secrets.token_hex(8)}"
     if must_exist:
         sandbox.count("write_file")
@@ -690,18 +838,20 @@ async def _make_run_dir(sandbox, must_exist):
     return path
 
 
-def _options(lib, o, r, run_dir, program, argv, launcher, timeout, transport, egress,
-             seccomp, landlock, user, max_procs, max_memory, writable, keep_run_dir, backend):
-    keep = []
+def _options(lib: _abi.Library, o: _abi.RunOptions, r: _Run, spec: _Spec,
+             backend: Any) -> List[object]:
+    """Fills o from spec; returns what o points to, which must outlive it."""
+    keep: List[object] = []
 
-    def cs(v):
+    def cs(v: Optional[Union[str, bytes]]) -> Optional[bytes]:
         if v is None:
             return None
-        b = os.fsencode(v) if isinstance(v, str) else v
+        b = os.fsencode(v)
         keep.append(b)
         return b
 
-    o.run_dir = cs(run_dir)
+    program, argv, transport = spec.program, spec.argv, spec.transport
+    o.run_dir = cs(r.run_dir)
     if program is not None:
         p = program.encode() if isinstance(program, str) else bytes(program)
         keep.append(p)
@@ -710,23 +860,24 @@ def _options(lib, o, r, run_dir, program, argv, launcher, timeout, transport, eg
         arr = _cstrings(argv)
         keep.append(arr)
         o.argv = ctypes.cast(arr, ctypes.POINTER(ctypes.c_char_p))
-    o.launcher = cs(launcher or getattr(backend, "launcher_path", None))
-    o.timeout_ms = int(timeout * 1000)
+    o.launcher = cs(spec.launcher or getattr(backend, "launcher_path", None))
+    o.timeout_ms = int(spec.timeout * 1000)
     t = ctypes.c_int()
     if lib.transport_from_name(str(transport).encode(), ctypes.byref(t)) < 0:
         raise ConfigError(f"unknown transport {transport!r} (one of "
                           f"{', '.join(_abi.TRANSPORTS)})")
     o.transport = t.value
-    o.egress, o.seccomp, o.landlock, o.user = cs(egress), cs(seccomp), cs(landlock), cs(user)
-    if max_procs is not None:
-        o.max_procs = int(max_procs)
-    if max_memory is not None:
-        o.max_memory = int(max_memory)
-    if writable:
-        arr = _cstrings(writable)
+    o.egress, o.seccomp = cs(spec.egress), cs(spec.seccomp)
+    o.landlock, o.user = cs(spec.landlock), cs(spec.user)
+    if spec.max_procs is not None:
+        o.max_procs = int(spec.max_procs)
+    if spec.max_memory is not None:
+        o.max_memory = int(spec.max_memory)
+    if spec.writable:
+        arr = _cstrings(spec.writable)
         keep.append(arr)
         o.writable = ctypes.cast(arr, ctypes.POINTER(ctypes.c_char_p))
-    o.keep_run_dir = int(bool(keep_run_dir))
+    o.keep_run_dir = int(bool(spec.keep_run_dir))
     o.on_event = r.event_fn
     keep.append(r.event_fn)
     return keep

@@ -7,25 +7,30 @@ import json
 import traceback
 import typing
 from dataclasses import dataclass, fields
-from typing import Any, Callable, Dict, Optional
+from typing import (Any, Callable, Dict, Iterable, List, Literal, Mapping, Optional, Set,
+                    Tuple, Union, overload)
 
 from . import _abi
 from .errors import ConfigError, Refusal
 
+#: The JSON types a parameter may declare (the library's, _abi.JSON_TYPES).
+JsonType = Literal["any", "string", "number", "integer", "boolean", "object", "array", "null"]
+
 # Python annotations and the JSON types they declare.
-_ANNOTATION_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean",
-                     dict: "object", list: "array", type(None): "null", Any: "any"}
+_ANNOTATION_TYPES: Dict[object, JsonType] = {
+    str: "string", int: "integer", float: "number", bool: "boolean", dict: "object",
+    list: "array", type(None): "null", Any: "any"}
 
 
 @dataclass(frozen=True)
 class Param:
     """A declared parameter: its JSON type ("string", "number", "integer", "boolean",
     "object", "array", "null", "any") and whether a call must give it."""
-    type: str = "any"
+    type: JsonType = "any"
     required: bool = True
 
 
-def _annotation_type(ann, where):
+def _annotation_type(ann: Any, where: str) -> JsonType:
     origin = typing.get_origin(ann) or ann
     if origin in _ANNOTATION_TYPES:
         return _ANNOTATION_TYPES[origin]
@@ -37,7 +42,7 @@ def _annotation_type(ann, where):
                       "(give params= explicitly)")
 
 
-def _params_from_signature(fn, name):
+def _params_from_signature(fn: Callable[..., Any], name: str) -> Optional[Dict[str, Param]]:
     """The parameters a function declares: each keyword-capable parameter, typed by its
     annotation (none: any), required unless it has a default. None when it takes **kwargs
     (then any arguments are passed)."""
@@ -46,7 +51,7 @@ def _params_from_signature(fn, name):
         hints = typing.get_type_hints(fn)
     except Exception:
         hints = {}
-    params = {}
+    params: Dict[str, Param] = {}
     for p in sig.parameters.values():
         if p.kind is p.VAR_KEYWORD:
             return None
@@ -58,6 +63,10 @@ def _params_from_signature(fn, name):
                                                      f"{p.name!r}"),
                                p.default is p.empty)
     return params
+
+
+#: What Tool.invoke returns: (value_json, None, None) or (None, refusal, note or None).
+Answer = Union[Tuple[str, None, None], Tuple[None, str, Optional[str]]]
 
 
 class Tool:
@@ -72,15 +81,24 @@ class Tool:
     and annotations (str, int, float, bool, dict, list, Optional[...], Any). A tool declaring
     none takes any JSON object."""
 
-    def __init__(self, fn: Callable, *, name: Optional[str] = None,
+    fn: Callable[..., Any]
+    name: str
+    description: Optional[str]
+    params: Dict[str, Param]
+    is_async: bool
+    inline: bool
+
+    def __init__(self, fn: Callable[..., Any], *, name: Optional[str] = None,
                  description: Optional[str] = None,
-                 params: Optional[Dict[str, Any]] = None, inline: bool = False):
+                 params: Optional[Mapping[str, Union[Param, JsonType]]] = None,
+                 inline: bool = False) -> None:
         if not callable(fn):
             raise ConfigError(f"a tool must be callable, not {type(fn).__name__}")
         self.fn = fn
-        self.name = name or getattr(fn, "__name__", None)
-        if not self.name:
+        named: Optional[str] = name or getattr(fn, "__name__", None)
+        if not named:
             raise ConfigError("a tool needs a name (name=...)")
+        self.name = named
         self.description = description if description is not None else \
             (inspect.getdoc(fn) or "").split("\n\n")[0] or None
         if params is None:
@@ -91,10 +109,10 @@ class Tool:
             inspect.iscoroutinefunction(getattr(fn, "__call__", None))
         self.inline = inline
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Tool({self.name!r})"
 
-    async def invoke(self, arguments: dict):
+    async def invoke(self, arguments: Mapping[str, Any]) -> Answer:
         """(value_json, refusal, note): exactly one of value_json and refusal is set."""
         try:
             if self.is_async:
@@ -115,7 +133,7 @@ class Tool:
                     f"{type(e).__name__}: {e}: {value!r:.2000}")
 
 
-def _traceback(e):
+def _traceback(e: BaseException) -> str:
     """The traceback of a tool's exception, from the tool's own frames on (not this
     package's, asyncio's or the worker thread's)."""
     skip = (__file__, asyncio.__file__.rsplit("/", 1)[0], "/concurrent/futures/")
@@ -126,7 +144,21 @@ def _traceback(e):
                    traceback.format_exception_only(type(e), e))
 
 
-def tool(fn=None, **kw):
+@overload
+def tool(fn: Callable[..., Any], *, name: Optional[str] = ...,
+         description: Optional[str] = ...,
+         params: Optional[Mapping[str, Union[Param, JsonType]]] = ...,
+         inline: bool = ...) -> Tool: ...
+
+
+@overload
+def tool(fn: None = ..., *, name: Optional[str] = ..., description: Optional[str] = ...,
+         params: Optional[Mapping[str, Union[Param, JsonType]]] = ...,
+         inline: bool = ...) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
+def tool(fn: Optional[Callable[..., Any]] = None,
+         **kw: Any) -> Union[Tool, Callable[[Callable[..., Any]], Tool]]:
     """Decorator: @tool or @tool(name=..., description=..., params=..., inline=...) makes
     a Tool of a function."""
     if fn is None:
@@ -134,7 +166,13 @@ def tool(fn=None, **kw):
     return Tool(fn, **kw)
 
 
-def _named(t, name):
+#: A host tool as given: a Tool, or a callable made one.
+ToolLike = Union[Tool, Callable[..., Any]]
+#: What as_tools takes: none, a dict of names to tools, or tools (each named by itself).
+ToolsArg = Union[None, Dict[str, ToolLike], Iterable[ToolLike]]
+
+
+def _named(t: ToolLike, name: str) -> Tool:
     """t (a Tool or a callable) as a Tool of that name."""
     if not isinstance(t, Tool):
         return Tool(t, name=name)
@@ -143,7 +181,17 @@ def _named(t, name):
     return Tool(t.fn, name=name, description=t.description, params=t.params, inline=t.inline)
 
 
-def as_tools(tools):
+# Two overloads, so that a dict display of tools and callables is read as the first (mypy
+# infers it as Dict[str, object] against the whole union).
+@overload
+def as_tools(tools: Optional[Dict[str, ToolLike]]) -> List[Tool]: ...
+
+
+@overload
+def as_tools(tools: Iterable[ToolLike]) -> List[Tool]: ...
+
+
+def as_tools(tools: ToolsArg) -> List[Tool]:
     """tools as a list of Tool: a Tool, a callable, or a mapping of names to either."""
     if tools is None:
         return []
@@ -151,7 +199,7 @@ def as_tools(tools):
         items = [_named(t, n) for n, t in tools.items()]
     else:
         items = [t if isinstance(t, Tool) else Tool(t) for t in tools]
-    seen = set()
+    seen: Set[str] = set()
     for t in items:
         if t.name in seen:
             raise ConfigError(f"two tools are named {t.name!r}")
@@ -170,11 +218,13 @@ class Limits:
     max_output_bytes: int = 1 << 20
 
 
-def _error_text(lib, rc, err):
-    return err.message.decode(errors="replace") or lib.strerror_text(rc)
+def _error_text(lib: _abi.Library, rc: int, err: _abi.Error) -> str:
+    message: bytes = err.message
+    return message.decode(errors="replace") or lib.strerror_text(rc)
 
 
-def build_registry(lib, tools, limits: Limits, pass_through: bool = False):
+def build_registry(lib: _abi.Library, tools: Iterable[Tool], limits: Limits,
+                   pass_through: bool = False) -> ctypes.c_void_p:
     """A registry (the library's handle) with tools and limits, or (pass_through) one that
     hands every request to the driver as it is; the caller frees it. ConfigError with the
     library's sentence for a bad tool or limit."""
@@ -203,7 +253,7 @@ def build_registry(lib, tools, limits: Limits, pass_through: bool = False):
     return reg
 
 
-def _add(lib, reg, t: Tool):
+def _add(lib: _abi.Library, reg: ctypes.c_void_p, t: Tool) -> None:
     params = (_abi.Param * max(1, len(t.params)))()
     for i, (pname, p) in enumerate(t.params.items()):
         code = ctypes.c_int()

@@ -11,12 +11,21 @@ read. The sentences below are maf-sandbox's own, so the program reads what it wo
 
 Only the bounds that keep this host safe are mafhost's own (HOST_*): a registry whose caps
 are larger than these is held to these."""
+from __future__ import annotations
+
 import json
 import logging
 import posixpath
+from typing import TYPE_CHECKING, Any, Optional, Tuple, cast
 
 from . import _abi
 from ._tools import Limits
+
+if TYPE_CHECKING:
+    # maf-sandbox's (an Any where it is not installed); _run imports this module.
+    from maf_sandbox import HostToolRegistry, HostToolRun
+
+    from ._run import _Sandbox
 
 log = logging.getLogger("mafhost")
 
@@ -40,23 +49,23 @@ OUTPUT_TOO_LARGE = ("the program's output was larger than the host will read and
                     "collects instead")
 
 
-def _is(obj, name):
+def _is(obj: object, name: str) -> bool:
     return any(t.__name__ == name and t.__module__.split(".")[0] == "maf_sandbox"
                for t in type(obj).__mro__)
 
 
-def served_registry(tools):
+def served_registry(tools: object) -> Optional[HostToolRun]:
     """The HostToolRun to serve when tools is maf-sandbox's (a HostToolRegistry, for which
     a fresh run is made, or a HostToolRun), else None."""
     if _is(tools, "HostToolRun"):
-        return tools
+        return cast("HostToolRun", tools)     # _is looked at its class, by name
     if _is(tools, "HostToolRegistry"):
         from maf_sandbox import HostToolRun
-        return HostToolRun(tools)
+        return HostToolRun(cast("HostToolRegistry", tools))
     return None
 
 
-def limits_for(run):
+def limits_for(run: HostToolRun) -> Limits:
     """The library's limits for serving run: its registry's caps, within the host's."""
     rl = run.registry.response_limits
     return Limits(max_calls=999999,
@@ -69,13 +78,18 @@ def limits_for(run):
 class Answerer:
     """Answers a pass-through run's requests for one HostToolRun, in order."""
 
-    def __init__(self, run):
+    run: HostToolRun
+    served: int
+    allowance: int
+
+    def __init__(self, run: HostToolRun) -> None:
         self.run = run
         self.served = 0
         # One more than the cap: the request past it gets the registry's own refusal.
         self.allowance = run.registry.max_dispatches_per_run + 1
 
-    async def __call__(self, flags, data, size):
+    async def __call__(self, flags: int, data: bytes,
+                       size: int) -> Tuple[int, Optional[bytes]]:
         if self.served >= self.allowance:
             return _abi.RAW_HOLD, None
         if flags & _abi.CALL_UNREADABLE:
@@ -93,7 +107,7 @@ class Answerer:
             return _abi.RAW_STEP_OVER, None
         return _abi.RAW_RESPOND, answer.encode("utf-8")
 
-    async def answer(self, data):
+    async def answer(self, data: bytes) -> Optional[str]:
         """The response text for one request's bytes, or None for an abandoned one."""
         try:
             body = data.decode("utf-8")
@@ -108,19 +122,23 @@ class Answerer:
             return json.dumps({"refusal": _NOT_OBJECT})
         if parsed.get("abandoned") is True:
             return None
-        result = await self.run.dispatch(parsed.get("name"), parsed.get("arguments"),
+        # The guest's JSON, whatever it is: dispatch checks name and arguments.
+        name: Any = parsed.get("name")
+        result = await self.run.dispatch(name, parsed.get("arguments"),
                                          framing_bytes=FRAMING_BYTES)
         if not result.ok:
             return json.dumps({"refusal": result.refusal})
         return _FRAME_OPEN + (result.value_json or "null") + _FRAME_CLOSE
 
-    async def write_shim(self, sandbox, run_dir):
+    async def write_shim(self, sandbox: _Sandbox, run_dir: str) -> None:
         """Writes the shim for the registry's names into run_dir (mafhost.run with a
         registry and a program)."""
         from maf_sandbox import host_tool_shim
 
         from ._compat_shim import for_registry
-        text = for_registry(self.run.registry.names(), host_tool_shim)
+        # None only if host_tool_shim's text stopped matching the shim it is read as: then,
+        # as before, None.encode below raises AttributeError.
+        text = cast(str, for_registry(self.run.registry.names(), host_tool_shim))
         path = posixpath.join(run_dir, "host_tools", "maf_host_tools.py")
         sandbox.count("write_file")
         await sandbox.sb.write_file(path.lstrip("/"), text.encode(), working_directory="/")

@@ -26,19 +26,31 @@ Where the sandbox has no maf-launch (none at the launcher path through the engin
 answer to `maf-launch --version` over the sandbox's exec), or the layout is not
 guest_run_layout's, the run is maf-sandbox's own dispatch_over_exec, unchanged, with the whole
 timeout, and the log says why (a warning)."""
+from __future__ import annotations
+
 import asyncio
 import logging
 import math
 import posixpath
 import time
+from typing import TYPE_CHECKING, Optional
 
 from maf_sandbox import ExecResult, SandboxProgramTimeout, guest_run_layout, host_tool_shim
 from maf_sandbox import dispatch_over_exec as _maf_sandbox_dispatch_over_exec
 
 from . import _compat_shim, _upstream
-from ._run import _Sandbox, run as _run
+from ._run import _Sandbox, _serve, _Spec
 from .docker import DockerSandbox
 from .errors import BackendError, ConfigError
+
+if TYPE_CHECKING:
+    # maf-sandbox's (each an Any where maf-sandbox is not installed).
+    from maf_sandbox import GuestRunLayout, HostToolRun
+    from maf_sandbox import Sandbox as MafSandbox
+
+    from ._abi import Library
+    from ._run import RunResult
+    from .sandbox import Sandbox
 
 __all__ = ["dispatch_over_exec", "DEFAULT_LAUNCHER"]
 
@@ -56,15 +68,16 @@ _SIGNALLED_GROUP = " and its process group was sent SIGKILL"
 _NOT_SIGNALLED = " and could not be signalled, so it may still be running"
 
 
-def _is_standard(layout):
+def _is_standard(layout: GuestRunLayout) -> bool:
     try:
-        return layout == guest_run_layout(layout.directory,
-                                          program=posixpath.basename(layout.program))
+        same: bool = layout == guest_run_layout(layout.directory,
+                                                program=posixpath.basename(layout.program))
+        return same
     except (ValueError, TypeError, AttributeError):
         return False
 
 
-async def _engine_backend(sandbox, launcher):
+async def _engine_backend(sandbox: MafSandbox, launcher: str) -> Optional[DockerSandbox]:
     """mafhost's own Docker backend over the container of a maf-sandbox-docker sandbox, or
     None (not such a sandbox, or its engine not reachable from here: relay then)."""
     name = getattr(sandbox, "container_name", None)
@@ -80,7 +93,7 @@ async def _engine_backend(sandbox, launcher):
     return ours
 
 
-async def _has_launcher(backend, launcher, budget):
+async def _has_launcher(backend: Sandbox, launcher: str, budget: float) -> bool:
     """Whether maf-launch answers at launcher: one look through the engine where the engine
     is ours (a stat), else one exec of `maf-launch --version` (a sandbox object's stat may
     walk every parent directory, and an exec is what the run needs to work anyway)."""
@@ -92,13 +105,13 @@ async def _has_launcher(backend, launcher, budget):
         out.startswith("maf-launch ")
 
 
-async def _replace_shim(backend, layout):
+async def _replace_shim(backend: Sandbox, layout: GuestRunLayout) -> bool:
     """Puts the channel shim in place of maf-sandbox's generated one. A shim the caller
     wrote itself (anything host_tool_shim would not have written) is left as it is."""
     try:
-        text = await backend.read_file(layout.shim.lstrip("/"), working_directory="/",
+        data = await backend.read_file(layout.shim.lstrip("/"), working_directory="/",
                                        max_bytes=_SHIM_READ_MAX)
-        text = text.decode("utf-8") if isinstance(text, (bytes, bytearray)) else str(text)
+        text = data.decode("utf-8") if isinstance(data, (bytes, bytearray)) else str(data)
     except Exception as e:  # noqa: BLE001 -- a shim not read is a shim served as written
         log.info("host tools: the shim at %s was not read (%s): it is served as written",
                  layout.shim, e)
@@ -112,9 +125,10 @@ async def _replace_shim(backend, layout):
     return True
 
 
-async def dispatch_over_exec(sandbox, run, layout, *, timeout: float,
-                             poll_interval: float = 0.2, interpreter: str = "python3",
-                             launcher: str = None, library=None) -> ExecResult:
+async def dispatch_over_exec(sandbox: MafSandbox, run: HostToolRun, layout: GuestRunLayout, *,
+                             timeout: float, poll_interval: float = 0.2,
+                             interpreter: str = "python3", launcher: Optional[str] = None,
+                             library: Optional[Library] = None) -> ExecResult:
     """Runs the program detached under maf-launch and serves its host-tool calls until it
     exits, as maf-sandbox's dispatch_over_exec does (see the module's documentation).
 
@@ -128,7 +142,7 @@ async def dispatch_over_exec(sandbox, run, layout, *, timeout: float,
         )
     deadline = time.monotonic() + timeout
 
-    async def theirs(why):
+    async def theirs(why: str) -> ExecResult:
         # With the whole bound, as the caller gave it: its sentences quote it.
         log.warning("host tools: %s: served by maf-sandbox's own transport", why)
         return await _maf_sandbox_dispatch_over_exec(sandbox, run, layout, timeout=timeout,
@@ -148,17 +162,19 @@ async def dispatch_over_exec(sandbox, run, layout, *, timeout: float,
         return await theirs(f"there is no maf-launch at {launcher} in this sandbox")
     await _replace_shim(backend, layout)
     counted = _Sandbox(backend)
-    result = await _run(
-        backend, None, argv=[interpreter, layout.program], tools=(),
-        timeout=max(deadline - time.monotonic(), 0.001),
-        run_dir=layout.directory, launcher=launcher, check=False, library=library,
-        limits=_upstream.limits_for(run), answerer=_upstream.Answerer(run),
-        reclaim_keep=posixpath.basename(layout.work), poll_max_ms=poll_interval * 1000,
-        sandbox=counted)
+    # run() (no tools, check=False), with the private parts of its spec: the registry's
+    # answerer, the entry the reclaim leaves (layout.work) and the slowest poll.
+    argv, left = [interpreter, layout.program], max(deadline - time.monotonic(), 0.001)
+    limits = _upstream.limits_for(run)
+    spec = _Spec(None, argv, left, run_dir=layout.directory, launcher=launcher,
+                 answerer=_upstream.Answerer(run),
+                 reclaim_keep=posixpath.basename(layout.work),
+                 poll_max_ms=poll_interval * 1000)
+    result = await _serve(backend, spec, (), limits, None, False, library, counted)
     return _outcome(result, counted, timeout)
 
 
-def _outcome(result, counted, timeout):
+def _outcome(result: RunResult, counted: _Sandbox, timeout: float) -> ExecResult:
     """maf-sandbox's answer for a run's result."""
     printed = "" if result.output_truncated else result.output
     note = _upstream.OUTPUT_TOO_LARGE if result.output_truncated else ""

@@ -81,12 +81,40 @@ class Stream(Protocol):
 
 
 @runtime_checkable
+class ExecOutcome(Protocol):
+    """What a backend's exec (and exec_input) returns: ExecResult here, any object with
+    these three elsewhere. exit_code None: the backend could not tell (mafhost reads -1)."""
+
+    @property
+    def stdout(self) -> str: ...
+
+    @property
+    def stderr(self) -> str: ...
+
+    @property
+    def exit_code(self) -> Optional[int]: ...
+
+
+@runtime_checkable
+class StatOutcome(Protocol):
+    """What a backend's stat_file returns for a path that exists: FileEntry here, any
+    object with these two elsewhere (maf-sandbox's SandboxEntry, whose size_bytes is None
+    where it could not be told)."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def size_bytes(self) -> Optional[int]: ...
+
+
+@runtime_checkable
 class Sandbox(Protocol):
     """The surface every backend has; open_stream, exec_input and launcher_path are
     optional (see the module)."""
 
     async def exec(self, command: Union[str, Sequence[str]], *, working_directory: str,
-                   timeout: float): ...
+                   timeout: float) -> ExecOutcome: ...
 
     async def write_file(self, path: str, content: Union[str, bytes], *,
                          working_directory: str) -> None: ...
@@ -94,4 +122,5 @@ class Sandbox(Protocol):
     async def read_file(self, path: str, *, working_directory: str,
                         max_bytes: int) -> bytes: ...
 
-    async def stat_file(self, path: str, *, working_directory: str) -> Optional[FileEntry]: ...
+    async def stat_file(self, path: str, *,
+                        working_directory: str) -> Optional[StatOutcome]: ...
