@@ -75,21 +75,29 @@ bench-transports: bench-docker
 	MAF_BUILD=$(abspath $(BUILD)) $(PYTHON) tests/bench/bench_transports.py \
 		--calls $(BENCH_TRANSPORTS_CALLS) --latency-ms $(BENCH_LATENCY_MS)
 
-# make bench-python: the Python package as a host on the local backend
-# (tests/bench/bench_python.py): per-call p50 and p99 through mafhost against maf-host with a
-# tools server on the same program, alternately in one run; then 1, 10, 100 and 500 runs of a
-# 10-call program at once on one event loop, with the host's own CPU and peak memory per run
-# and the calls' p50 and p99. Figures only; the targets (mafhost's p50 at most 2x maf-host's;
-# 500 runs complete with every call answered, and CPU per call at 500 no higher than at 10)
-# are printed beside them.
+# make bench-python: the Python package as a host on the local backend, the current one
+# against the previous release (BENCH_PYTHON_BASELINE, built from git history in a temporary
+# directory with this tree's third-party build; the working tree is not touched), in one run
+# (tests/bench/bench_python.py): each measurement a fresh process with one version's package,
+# library and launcher alone. Per-call p50 and p99 of the same program served by each version
+# alternately (maf-host with a tools server as a reference); then 1, 10, 100 and 1000 runs of
+# a 10-call program at once on one event loop, each level and version in a fresh process:
+# runs complete, calls answered, the host's own CPU per call, peak memory per run, the calls'
+# p50 and p99, wall time, and the host's threads and descriptors at their peak. Figures only,
+# with the targets beside them (current p50 / previous p50 no worse than 1.0 within 5%; at
+# 1000 runs every call answered, and CPU per call no higher than at 10) and a Markdown table
+# at the end; it fails only when a run of the current version does not complete.
 BENCH_PYTHON_CALLS ?= 200
 BENCH_PYTHON_ROUNDS ?= 3
-BENCH_PYTHON_LEVELS ?= 1,10,100,500
+BENCH_PYTHON_LEVELS ?= 1,10,100,1000
+BENCH_PYTHON_BASELINE ?= ad4847e
+BENCH_PYTHON_FLAGS ?=
 
 bench-python: all
 	MAF_BUILD=$(abspath $(BUILD)) $(PYTHON) tests/bench/bench_python.py \
 		--calls $(BENCH_PYTHON_CALLS) --rounds $(BENCH_PYTHON_ROUNDS) \
-		--levels $(BENCH_PYTHON_LEVELS)
+		--levels $(BENCH_PYTHON_LEVELS) --baseline $(BENCH_PYTHON_BASELINE) \
+		--tp $(abspath $(TP)) $(BENCH_PYTHON_FLAGS)
 
 # make bench-adopt: what the one-line switch gives a maf-sandbox host (tests/bench/
 # bench_adopt.py), in one run over maf-sandbox-docker's own sandbox class: maf-sandbox's

@@ -1,28 +1,48 @@
 #!/usr/bin/env python3
-"""make bench-python: the Python package (mafhost) as a host, on the local backend.
+"""make bench-python: the Python package (mafhost) as a host on the local backend, the
+current one (this tree's host/python with this tree's build) against the previous release
+(the package and library of git revision --baseline, ad4847e by default), in one run.
 
-1. Per call: the same program (bench_python_program.py: N calls of `echo`, each timed by the
-   program) served by `maf-host run` with a tools server (bench_tools_server.py) and by
-   mafhost.run with `echo` as a Python function, alternately, ROUNDS times each, in this one
-   run: p50 and p99 of the calls, and mafhost's p50 over maf-host's (target: at most 2).
-   mafhost's tool runs in a worker thread, as a plain tool does by default; `mafhost inline`
-   is the same with inline=True.
-2. Scale: 1, 10, 100 and 500 runs of a 10-call program supervised at once on one event
-   loop, each level in a fresh process (so that its peak memory is its own), as many rounds
-   of N runs at once as make at least 100 runs (1: 100 rounds, 10: 10; a level of 10 runs
-   alone has too few calls for its CPU figure to hold still: 13-17 ms a run, from one try
-   to the next): every run's status and calls, the host process's own CPU time (user +
-   system, not its children's) per run and per call, its peak RSS above what it held
-   before the runs, per run at once, and the calls' p50 and p99 as the programs timed them
-   (target: 500 runs complete with every call answered, and the host's own CPU per call no
-   higher at 500 than at 10).
-Figures only; the targets are printed beside them, nothing fails but a run that does not
-complete."""
+The previous release is built from git history without touching the working tree: `git
+archive REV | tar -x` into a temporary directory, then `make TP=<this tree's third-party
+build> all` there (--baseline-dir names a tree already built instead). Every measurement of
+either version is a fresh process (bench_python_host.py) whose PYTHONPATH is that version's
+host/python alone, which loads that version's libmafhost explicitly (mafhost.load) and runs
+that version's maf-launch; it checks where mafhost and the library came from.
+
+1. Per call: the same program (bench_python_program.py: N calls of `echo`, each timed by
+   the program) served by each version, alternately (the first of each pair alternating
+   too), ROUNDS times each: p50 and p99 of the calls with `echo` a plain tool (a worker
+   thread a call) and inline (inline=True). The target, current p50 over previous p50 no
+   worse than 1.0, is met within a tolerance printed beside it (5% by default: on 2 vCPUs
+   these figures move by that much or more from one run to the next). maf-host (the C
+   command line, with a tools server) on the same program is a reference line.
+2. Scale: for each version, 1, 10, 100 and 1000 runs of a 10-call program at once on one
+   event loop, each level and version in a fresh process (so that its peak memory is its
+   own), in as many rounds as make --min-runs runs at least (1: 100 rounds, 10: 10): every
+   run's status, the calls answered, the host process's own CPU time (user + system of all
+   its threads, not its children's) per call, its peak RSS above its peak before the runs,
+   per run at once, the calls' p50 and p99 as the programs timed them, the wall time of a
+   round, and the threads (threading.active_count() and the kernel's Threads:) and open
+   descriptors the process had at their peak (sampled every 0.1 s). Each run is
+   `python3 -S -E` with the program and its shim (standard library only) under one
+   supervisor of the launcher; the host raises RLIMIT_NOFILE to its hard limit. Targets:
+   at the top level (1000) every run of the current version completes with every call
+   answered, and its host CPU per call is no more than at 10 (within the same tolerance).
+   A version that cannot complete a level is reported with what happened.
+Before each measurement the bench waits (--settle, 60 s at most) for the CPUs to be under
+25% busy, since the last level's runs would weigh on the next (the load average lags for
+minutes after them, though they have all ended).
+Figures only, each beside its baseline measured in the same run, with the machine's load
+average at each part; at the end a Markdown table (one row per version and level). Nothing
+fails but a run of the current version that does not complete (exit status 1). Run
+directories are made in a temporary directory under $TMPDIR, the baseline's build in
+another; both are removed at the end."""
 import argparse
-import asyncio
 import json
 import os
-import resource
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -32,17 +52,32 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 BUILD = Path(os.environ.get("MAF_BUILD", ROOT / "build"))
-sys.path.insert(0, str(ROOT / "host" / "python"))
 sys.path.insert(0, str(HERE))
 
-import mafhost  # noqa: E402
 from host_run import run_host  # noqa: E402
 
-PROGRAM = (HERE / "bench_python_program.py").read_text()
+HOST = HERE / "bench_python_host.py"
+PROGRAM = HERE / "bench_python_program.py"
+LIBRARY = "libmafhost.so.0.2.0"
 
 
-def echo(**arguments):
-    return arguments
+class Version:
+    def __init__(self, name, label, tree, build):
+        self.name, self.label = name, label
+        self.package = Path(tree) / "host" / "python"
+        self.library = Path(build) / LIBRARY
+        self.launcher = Path(build) / "maf-launch"
+
+    def missing(self):
+        return [str(p) for p in (self.package / "mafhost", self.library, self.launcher)
+                if not p.exists()]
+
+
+def ms(us):
+    """A time in us, as the table shows it."""
+    if us is None:
+        return "-"
+    return f"{us / 1000:.2f} ms" if us < 10_000 else f"{us / 1000:,.0f} ms"
 
 
 def pct(values, q):
@@ -50,171 +85,354 @@ def pct(values, q):
     return s[min(len(s) - 1, max(0, int(round(q * (len(s) - 1)))))]
 
 
-def run_dir_base():
-    base = tempfile.mkdtemp(prefix="mafhost-bench-", dir=os.environ.get("TMPDIR", "/tmp"))
-    os.chmod(base, 0o711)
-    return base
+def load_avg():
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def settle(most=1.0, wait_s=90):
-    """Waits (at most wait_s) for the machine's 1-minute load to fall below most: an earlier
-    bench's processes (or this one's 500 runs) would weigh on the next figures."""
+def cpu_busy(window_s=1.0):
+    """The share of the machine's CPU time that was busy over the next window_s."""
+    def sample():
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+        return sum(v), v[3] + v[4]         # all, idle + iowait
+    t0, i0 = sample()
+    time.sleep(window_s)
+    t1, i1 = sample()
+    return 1 - (i1 - i0) / max(1, t1 - t0)
+
+
+def settle(wait_s, most=0.25):
+    """Waits (at most wait_s) until the machine's CPUs were busy less than most of a second:
+    the last level's runs (or an earlier bench) would weigh on the next figures. Returns the
+    share busy in the last second looked at. (The load average lags by minutes after the
+    1000 runs of a level, though nothing of them runs any more.)"""
     deadline = time.monotonic() + wait_s
-    while time.monotonic() < deadline and os.getloadavg()[0] >= most:
-        time.sleep(2)
+    busy = cpu_busy()
+    while busy >= most and time.monotonic() < deadline:
+        busy = cpu_busy()
+    return busy
 
 
-def per_call(a, base):
-    python = os.environ.get("PYTHON", sys.executable)
-    settle()
-    samples = {"maf-host": [], "mafhost": [], "mafhost inline": []}
-    prog = Path(base) / "bench_python_program.py"
-    prog.write_text(PROGRAM)
-    for rnd in range(a.rounds):
-        argv = [str(BUILD / "maf-host"), "run", "--json", "--max-calls", str(a.calls),
-                "--timeout", "600", "--tools-server", f"{python} {HERE / 'bench_tools_server.py'}",
-                "--tool", "echo", str(prog), "--", str(a.calls)]
-        rep, inner = run_host(argv, 900, env=dict(os.environ, TMPDIR=base))
-        samples["maf-host"] += inner["samples_ns"]
-        for name, inline in (("mafhost", False), ("mafhost inline", True)):
-            r = asyncio.run(python_host(a.calls, base, inline))
-            if not r.ok or r.calls != a.calls:
-                sys.exit(f"bench-python: a mafhost run ended {r.status} ({r.exit_code}), "
-                         f"{r.calls} calls: {r.errors} {r.output[-2000:]}")
-            samples[name] += json.loads(r.output.strip().splitlines()[-1])["samples_ns"]
-    base_p50 = pct(samples["maf-host"], 0.5)
-    print(f"per call, {a.rounds} rounds of {a.calls} calls each, alternately "
-          f"(transport: stream; load {' '.join(open('/proc/loadavg').read().split()[:3])}):")
-    print(f"  {'host':<16} {'calls':>6} {'p50 us':>8} {'p99 us':>8} {'p50 / maf-host':>15}")
-    out = {}
-    for name, s in samples.items():
-        p50, p99 = pct(s, 0.5) / 1000, pct(s, 0.99) / 1000
-        ratio = pct(s, 0.5) / base_p50
-        out[name] = {"calls": len(s), "p50_us": p50, "p99_us": p99, "ratio": ratio}
-        mark = "" if name == "maf-host" else ("  (target <= 2: met)" if ratio <= 2 else
-                                               "  (target <= 2: NOT met)")
-        print(f"  {name:<16} {len(s):>6} {p50:>8.1f} {p99:>8.1f} {ratio:>15.2f}{mark}")
-    return out
+def make_env():
+    """The environment for the baseline's make: without the variables a make running this
+    script hands down (MAKEFLAGS carries its command line's BUILD=..., which would send the
+    baseline's build into this tree's)."""
+    env = dict(os.environ)
+    for k in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEFILES", "MAKEOVERRIDES", "MAKE_TERMOUT",
+              "MAKE_TERMERR", "GNUMAKEFLAGS"):
+        env.pop(k, None)
+    return env
 
 
-async def python_host(calls, base, inline):
-    sb = mafhost.LocalSandbox(launcher_path=str(BUILD / "maf-launch"), tmpdir=base)
-    return await mafhost.run(sb, program(calls), tools=[mafhost.Tool(echo, inline=inline)],
-                             limits=mafhost.Limits(max_calls=calls), timeout=600)
-
-
-def program(calls):
-    """The program with its number of calls written in (maf-host passes it in argv)."""
-    return PROGRAM.replace("int(sys.argv[1])", str(calls))
-
-
-def scale_child(runs, calls, base, rounds):
-    """One level of the scale part, in a process of its own: prints one JSON line."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    mafhost.load(str(BUILD / "libmafhost.so.0.2.0"))
-    sb = mafhost.LocalSandbox(launcher_path=str(BUILD / "maf-launch"), tmpdir=base)
-    tool = mafhost.Tool(echo)
-
-    async def one(i):
-        return await mafhost.run(sb, program(calls),
-                                 tools=[tool], limits=mafhost.Limits(max_calls=calls),
-                                 timeout=900, check=False)
-
-    async def main():
-        return await asyncio.gather(*(one(i) for i in range(runs)))
-
-    # Warm up the interpreter's and the library's paths once, outside the figures.
-    asyncio.run(one(0))
-    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    cpu0 = time.process_time()
+def build_baseline(rev, tp, tmp):
+    """Builds rev's tree in tmp/prev; returns (its directory, seconds) or (None, why)."""
+    if not (Path(tp) / ".stamp").exists():
+        return None, f"{tp} holds no third-party build (.stamp): run make first"
+    prev = Path(tmp) / "prev"
+    prev.mkdir()
     t0 = time.monotonic()
-    results = []
-    for _ in range(rounds):
-        results += asyncio.run(main())
-    wall = (time.monotonic() - t0) / rounds
-    cpu = time.process_time() - cpu0
-    ru = resource.getrusage(resource.RUSAGE_SELF)
-    samples, statuses, answered = [], {}, 0
-    for r in results:
-        statuses[r.status] = statuses.get(r.status, 0) + 1
-        answered += r.calls
-        if r.ok:
-            samples += json.loads(r.output.strip().splitlines()[-1])["samples_ns"]
-    print(json.dumps({"runs": runs, "rounds": rounds, "calls": calls, "statuses": statuses,
-                      "answered": answered, "wall_s": wall, "cpu_s": cpu,
-                      "peak_rss_kb": ru.ru_maxrss, "rss_before_kb": rss0,
-                      "p50_us": pct(samples, 0.5) / 1000 if samples else None,
-                      "p99_us": pct(samples, 0.99) / 1000 if samples else None}))
+    git = subprocess.Popen(["git", "-C", str(ROOT), "archive", rev], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE)
+    tar = subprocess.run(["tar", "-x", "-C", str(prev)], stdin=git.stdout,
+                         capture_output=True)
+    git.stdout.close()
+    gerr = git.stderr.read().decode()
+    if git.wait() != 0 or tar.returncode != 0:
+        return None, f"git archive {rev} failed: {gerr.strip()} {tar.stderr.decode().strip()}"
+    log = Path(tmp) / "build.log"
+    with open(log, "wb") as f:
+        rc = subprocess.run(["make", "-C", str(prev), f"TP={tp}", "all"], stdout=f,
+                            stderr=subprocess.STDOUT, env=make_env()).returncode
+    if rc != 0:
+        tail = log.read_text(errors="replace")[-3000:]
+        return None, f"make all in {prev} failed ({rc}):\n{tail}"
+    return prev, time.monotonic() - t0
 
 
-def scale(a, base):
-    print(f"\nscale: runs of {a.scale_calls} calls at once on one event loop, each level in a "
-          f"fresh process, in rounds of that many to {a.min_runs} runs at least (wall: of "
-          "one round)")
-    print(f"  {'runs':>5} {'rounds':>6} {'complete':>9} {'answered':>10} {'wall s':>7} "
-          f"{'CPU ms/run':>11} "
-          f"{'CPU us/call':>12} {'peak RSS KiB/run':>17} {'p50 us':>8} {'p99 us':>9}")
-    rows = {}
-    for n in a.levels:
-        settle()
-        rounds = max(1, -(-a.min_runs // n))
-        p = subprocess.run([sys.executable, __file__, "--scale-child", str(n),
-                            "--rounds-of", str(rounds),
-                            "--scale-calls", str(a.scale_calls)], capture_output=True,
-                           text=True, timeout=3600, env=dict(os.environ, TMPDIR=base))
-        if p.returncode != 0:
-            sys.exit(f"bench-python: the level of {n} runs failed: {p.stderr[-3000:]}")
-        f = json.loads(p.stdout.strip().splitlines()[-1])
-        rows[n] = f
-        complete = f["statuses"].get("exited", 0)
-        per_call = f["cpu_s"] * 1e6 / max(1, f["answered"])
-        rss = (f["peak_rss_kb"] - f["rss_before_kb"]) / n
-        print(f"  {n:>5} {f['rounds']:>6} {complete:>9} {f['answered']:>10} "
-              f"{f['wall_s']:>7.1f} {f['cpu_s'] * 1000 / (n * f['rounds']):>11.1f} "
-              f"{per_call:>12.0f} {rss:>17.0f} "
-              f"{f['p50_us'] or 0:>8.0f} {f['p99_us'] or 0:>9.0f}")
-    top, ten = rows.get(500), rows.get(10)
-    if top:
-        done = top["statuses"].get("exited", 0) == 500 and top["answered"] == 500 * a.scale_calls
-        print(f"  target: 500 runs complete with every call answered: "
-              f"{'met' if done else 'NOT met'} ({top['statuses']}, {top['answered']} calls)")
-    if top and ten:
-        c500 = top["cpu_s"] / max(1, top["answered"])
-        c10 = ten["cpu_s"] / max(1, ten["answered"])
-        print(f"  target: the host's CPU per call no higher at 500 than at 10: "
-              f"{'met' if c500 <= c10 else 'NOT met'} ({c500 * 1e6:.0f} us against "
-              f"{c10 * 1e6:.0f} us)")
-    return rows
+def child(v, base, args, timeout):
+    """One host process of version v; returns (its JSON, None) or (None, what happened)."""
+    env = dict(os.environ, PYTHONPATH=str(v.package), TMPDIR=str(base))
+    env.pop("MAFHOST_LAUNCHER", None)
+    argv = [sys.executable, str(HOST), "--package", str(v.package), "--library",
+            str(v.library), "--launcher", str(v.launcher), "--program", str(PROGRAM),
+            "--base", str(base)] + args
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                         start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
+        return None, f"the host process did not end within {timeout:.0f} s (killed)"
+    except BaseException:
+        # Its own session keeps a ^C from it: end it here, or it outlives the bench.
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+        raise
+    lines = out.decode(errors="replace").strip().splitlines()
+    try:
+        f = json.loads(lines[-1])
+    except (ValueError, IndexError):
+        what = f"signal {-p.returncode}" if p.returncode < 0 else f"exit {p.returncode}"
+        return None, f"the host process ended ({what}) with no figures: " \
+                     f"{err.decode(errors='replace').strip()[-2000:]}"
+    if f.get("failed"):
+        return None, f["failed"]
+    return f, None
+
+
+class Bench:
+    def __init__(self, a, base, versions):
+        self.a, self.base, self.versions = a, base, versions
+        self.current_failed = []
+
+    def fail(self, name, what):
+        print(f"  {name}: {what}")
+        if name != "previous":
+            self.current_failed.append(f"{name}: {what}")
+
+    def per_call(self):
+        a = self.a
+        busy = settle(a.settle)
+        samples = {(v.name, t): [] for v in self.versions for t in ("thread", "inline")}
+        samples[("maf-host", "server")] = []
+        prog = Path(self.base) / "bench_python_program.py"
+        shutil.copy(PROGRAM, prog)
+        print(f"\nper call: {a.rounds} rounds of {a.calls} calls (`echo`), each version in a "
+              f"fresh process, alternately (load {load_avg()}; CPU {busy:.0%} busy in the second "
+              "before)")
+        transports = {}
+        for rnd in range(a.rounds):
+            order = self.versions if rnd % 2 == 0 else self.versions[::-1]
+            for v in order:
+                f, err = child(v, self.base, ["--per-call", str(a.calls),
+                                              "--timeout", str(a.timeout)], a.timeout * 3)
+                if err:
+                    self.fail(v.name, f"round {rnd + 1}: a run did not complete: {err}")
+                    continue
+                transports[v.name] = f.get("transport")
+                for t in ("thread", "inline"):
+                    samples[(v.name, t)] += f[t]
+            try:
+                argv = [str(BUILD / "maf-host"), "run", "--json", "--max-calls", str(a.calls),
+                        "--timeout", str(int(a.timeout)), "--tools-server",
+                        f"{sys.executable} {HERE / 'bench_tools_server.py'}", "--tool", "echo",
+                        str(prog), "--", str(a.calls)]
+                _, inner = run_host(argv, a.timeout * 2, env=dict(os.environ, TMPDIR=self.base))
+                samples[("maf-host", "server")] += inner["samples_ns"]
+            except SystemExit as e:
+                self.fail("maf-host", f"round {rnd + 1}: {e}")
+        print(f"  transport: {', '.join(f'{k} {t}' for k, t in transports.items())}; "
+              f"load after: {load_avg()}")
+        print(f"  {'host':<18} {'tool':<13} {'calls':>6} {'p50 us':>8} {'p99 us':>9} "
+              f"{'current / previous':>19}")
+        out = {k: (pct(s, 0.5) / 1000, pct(s, 0.99) / 1000, len(s))
+               for k, s in samples.items() if s}
+        for (name, t) in samples:
+            label = "maf-host (C CLI)" if name == "maf-host" else f"mafhost {name}"
+            tool = {"server": "tools server", "thread": "worker thread"}.get(t, t)
+            if (name, t) not in out:
+                print(f"  {label:<18} {tool:<13} {0:>6} {'-':>8} {'-':>9}")
+                continue
+            p50, p99, n = out[(name, t)]
+            ratio = ""
+            if name == "current" and ("previous", t) in out:
+                ratio = f"{p50 / out[('previous', t)][0]:>19.2f}"
+            print(f"  {label:<18} {tool:<13} {n:>6} {p50:>8.0f} {p99:>9.0f} {ratio}")
+        tol = a.tolerance
+        for t, tool in (("thread", "worker thread"), ("inline", "inline")):
+            if ("current", t) in out and ("previous", t) in out:
+                r = out[("current", t)][0] / out[("previous", t)][0]
+                print(f"  target ({tool}): current p50 / previous p50 no worse than 1.00, "
+                      f"within {tol:.0%} for noise: {r:.2f}, "
+                      f"{'met' if r <= 1 + tol else 'NOT met'}")
+        return out
+
+    def scale(self):
+        a = self.a
+        print(f"\nscale: runs of {a.scale_calls} calls at once on one event loop, each level "
+              f"and version in a fresh process, in rounds of that many to {a.min_runs} runs "
+              "at least (load 1m and busy: the load average and the share of CPU busy in the "
+              "second before; wall: one round; CPU: the host process's own, user + system; "
+              "RSS: its peak above its peak before, per run at once; threads and fds: at "
+              "their peak)")
+        print(f"  {'version':<9} {'runs':>5} {'rounds':>6} {'load 1m':>7} {'busy':>5} "
+              f"{'complete':>9} {'answered':>9} {'wall s':>7} {'CPU us/call':>12} "
+              f"{'RSS KiB/run':>12} {'p50 ms':>8} {'p99 ms':>9} {'threads':>8} {'fds':>6}")
+        rows = {}
+        for i, n in enumerate(a.levels):
+            rounds = max(1, -(-a.min_runs // n))
+            order = self.versions if i % 2 == 0 else self.versions[::-1]
+            for v in order:
+                busy = settle(a.settle)
+                load = os.getloadavg()[0]
+                args = ["--scale", str(n), "--rounds", str(rounds), "--calls",
+                        str(a.scale_calls), "--timeout", str(a.timeout)]
+                f, err = child(v, self.base, args, rounds * (a.timeout + 60) + 120)
+                if err:
+                    rows[(v.name, n)] = {"error": err}
+                    print(f"  {v.name:<9} {n:>5} {rounds:>6} {load:>7.2f} {busy:>5.0%}  "
+                          f"did not complete: {err}")
+                    if v.name == "current":
+                        self.current_failed.append(f"{n} runs: {err}")
+                    continue
+                total = n * rounds
+                f["load"] = load
+                f["cpu_us_call"] = f["cpu_s"] * 1e6 / max(1, f["answered"])
+                f["rss_kb_run"] = (f["peak_rss_kb"] - f["rss_before_kb"]) / n
+                s = f.pop("samples_ns")
+                f["p50_us"] = pct(s, 0.5) / 1000 if s else None
+                f["p99_us"] = pct(s, 0.99) / 1000 if s else None
+                rows[(v.name, n)] = f
+                print(f"  {v.name:<9} {n:>5} {rounds:>6} {load:>7.2f} {busy:>5.0%} "
+                      f"{f['complete']:>4}/{total:<4} {f['answered']:>9} {f['wall_s']:>7.2f} "
+                      f"{f['cpu_us_call']:>12.0f} {f['rss_kb_run']:>12.0f} "
+                      f"{ms(f['p50_us']).replace(' ms', ''):>8} "
+                      f"{ms(f['p99_us']).replace(' ms', ''):>9} "
+                      f"{f['threads']:>8} {f['fds']:>6}")
+                if f["complete"] != total or f["warm_up"]:
+                    what = "; ".join(f"{c} x {w}" for w, c in f["failures"])
+                    if f["warm_up"]:
+                        what = f"warm-up: {f['warm_up']}; " + what
+                    print(f"  {'':<9} statuses {f['statuses']}: {what}")
+                    if v.name == "current":
+                        self.current_failed.append(f"{n} runs: {f['statuses']} {what}")
+        print(f"  load after: {load_avg()}")
+        self.scale_targets(rows)
+        return rows
+
+    def scale_targets(self, rows):
+        a, tol = self.a, self.a.tolerance
+        top = max(a.levels)
+        f = rows.get(("current", top))
+        rounds = max(1, -(-a.min_runs // top))
+        want = top * rounds * a.scale_calls
+        if f and "error" not in f:
+            done = f["complete"] == top * rounds and f["answered"] == want
+            print(f"  target: {top} runs at once, every run complete and every call answered "
+                  f"(current): {'met' if done else 'NOT met'} ({f['complete']} of "
+                  f"{top * rounds} runs, {f['answered']} of {want} calls)")
+        elif f:
+            print(f"  target: {top} runs at once, every call answered (current): NOT met")
+        ten = rows.get(("current", 10))
+        if f and ten and "error" not in f and "error" not in ten and top != 10:
+            r = f["cpu_us_call"] / ten["cpu_us_call"]
+            print(f"  target: the current version's host CPU per call at {top} runs no more "
+                  f"than at 10, within {tol:.0%} for noise: {f['cpu_us_call']:.0f} us "
+                  f"against {ten['cpu_us_call']:.0f} us ({r:.2f}), "
+                  f"{'met' if r <= 1 + tol else 'NOT met'}")
+        print(f"  threads of the host process at the peak of {top} runs at once "
+              "(the kernel's Threads:, threading.active_count(); before the runs; a plain "
+              "tool runs on asyncio's default executor, up to "
+              f"{min(32, (os.cpu_count() or 1) + 4)} workers here, in either version):")
+        for v in self.versions:
+            g = rows.get((v.name, top))
+            if not g or "error" in g:
+                print(f"    {v.name:<9} not measured: the level did not complete")
+                continue
+            b = g["before"]
+            print(f"    {v.name:<9} {g['threads']:>5} threads, {g['py_threads']:>5} in "
+                  f"threading ({b['threads']} and {b['py_threads']} before); "
+                  f"{g['fds']} fds at the peak ({b['fds']} before)")
+
+    def table(self, rows, calls_out):
+        a = self.a
+        print("\n| version | runs at once | runs complete | calls answered | host CPU per call "
+              "| peak RSS per run | call p50 | call p99 | wall (one round) | threads at peak |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
+        for n in a.levels:
+            for v in self.versions:
+                f = rows.get((v.name, n))
+                if f is None:
+                    continue
+                rounds = max(1, -(-a.min_runs // n))
+                if "error" in f:
+                    print(f"| {v.label} | {n:,} | did not complete | | | | | | | |")
+                    continue
+                print(f"| {v.label} | {n:,} | {f['complete']:,} of {n * rounds:,} | "
+                      f"{f['answered']:,} of {n * rounds * a.scale_calls:,} | "
+                      f"{f['cpu_us_call']:,.0f} us | {f['rss_kb_run']:,.0f} KiB | "
+                      f"{ms(f['p50_us'])} | {ms(f['p99_us'])} | "
+                      f"{f['wall_s']:,.2f} s | {f['threads']:,} |")
+        parts = []
+        for v in self.versions:
+            if (v.name, "thread") in calls_out:
+                p50, p99, _ = calls_out[(v.name, "thread")]
+                parts.append(f"{v.label} {ms(p50)} (p99 {ms(p99)})")
+        if parts:
+            print(f"\nper call ({a.rounds} x {a.calls} sequential calls, a plain tool), p50: "
+                  + "; ".join(parts))
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--calls", type=int, default=200, help="calls per run, per-call part")
-    ap.add_argument("--rounds", type=int, default=3, help="runs of each host, alternately")
+    ap.add_argument("--rounds", type=int, default=3, help="runs of each version, per-call part")
     ap.add_argument("--levels", type=lambda s: [int(x) for x in s.split(",")],
-                    default=[1, 10, 100, 500], help="runs at once, scale part")
+                    default=[1, 10, 100, 1000], help="runs at once, scale part")
     ap.add_argument("--scale-calls", type=int, default=10, help="calls per run, scale part")
     ap.add_argument("--min-runs", type=int, default=100,
                     help="runs per level at least, scale part (in rounds of N at once)")
-    ap.add_argument("--scale-child", type=int, help=argparse.SUPPRESS)
-    ap.add_argument("--rounds-of", type=int, default=1, help=argparse.SUPPRESS)
+    ap.add_argument("--baseline", default="ad4847e", help="the previous release's revision")
+    ap.add_argument("--baseline-dir", help="a tree of the previous release already built "
+                    "(host/python, build/" + LIBRARY + ", build/maf-launch)")
+    ap.add_argument("--tp", default=str(ROOT / "build" / "third_party"),
+                    help="the third-party build the baseline's make reuses (TP)")
+    ap.add_argument("--timeout", type=float, default=600, help="a run's timeout, s")
+    ap.add_argument("--tolerance", type=float, default=0.05,
+                    help="how far past a ratio's target still counts as met (noise)")
+    ap.add_argument("--settle", type=float, default=60,
+                    help="seconds at most to wait, before each measurement, for the CPUs to "
+                    "be busy less than 25%% of a second")
     a = ap.parse_args()
-    base = os.environ.get("TMPDIR") if a.scale_child else run_dir_base()
-    if a.scale_child:
-        return scale_child(a.scale_child, a.scale_calls, base, a.rounds_of)
-    for f in ("maf-launch", "maf-host", "libmafhost.so.0.2.0"):
-        if not (BUILD / f).exists():
-            sys.exit(f"bench-python: {BUILD / f} is not built (run make)")
-    mafhost.load(str(BUILD / "libmafhost.so.0.2.0"))
+    sys.stdout.reconfigure(line_buffering=True)
+    t_start = time.monotonic()
+    tmpdir = os.environ.get("TMPDIR", "/tmp")
+    base = tempfile.mkdtemp(prefix="mafhost-bench-", dir=tmpdir)
+    os.chmod(base, 0o711)
+    prev_tmp = None
     try:
-        per_call(a, base)
-        scale(a, base)
+        current = Version("current", "current", ROOT, BUILD)
+        if current.missing():
+            sys.exit(f"bench-python: not built: {', '.join(current.missing())} (run make)")
+        versions = [current]
+        who = "root" if os.getuid() == 0 else f"uid {os.getuid()}"
+        print(f"make bench-python: mafhost on the local backend, as {who}, {os.cpu_count()} "
+              f"CPUs, load {load_avg()}")
+        print(f"  current:  package {current.package}, library {current.library}, "
+              f"launcher {current.launcher}")
+        if a.baseline_dir:
+            prev, how = Path(a.baseline_dir).resolve(), "built beforehand"
+        else:
+            prev_tmp = tempfile.mkdtemp(prefix="mafhost-bench-prev-", dir=tmpdir)
+            prev, how = build_baseline(a.baseline, os.path.abspath(a.tp), prev_tmp)
+            if prev is None:
+                print(f"  previous: {a.baseline} could not be built, so the current version is "
+                      f"measured alone: {how}")
+            else:
+                how = f"built from git {a.baseline} in {how:.0f} s"
+        if prev is not None:
+            label = "previous" + ("" if a.baseline_dir else f" ({a.baseline})")
+            previous = Version("previous", label, prev, prev / "build")
+            if previous.missing():
+                print(f"  previous: not usable, so the current version is measured alone: "
+                      f"missing {', '.join(previous.missing())}")
+            else:
+                versions.append(previous)
+                print(f"  previous: package {previous.package}, library {previous.library}, "
+                      f"launcher {previous.launcher} ({how})")
+        bench = Bench(a, base, versions)
+        calls_out = bench.per_call()
+        rows = bench.scale()
+        bench.table(rows, calls_out)
+        print(f"\nmake bench-python: {time.monotonic() - t_start:.0f} s in all")
+        if bench.current_failed:
+            sys.exit("bench-python: runs of the current version did not complete:\n  "
+                     + "\n  ".join(bench.current_failed))
     finally:
-        left = os.listdir(base)
-        for name in left:
-            subprocess.run(["rm", "-rf", os.path.join(base, name)])
-        os.rmdir(base)
+        for d in (base, prev_tmp):
+            if d:
+                shutil.rmtree(d, ignore_errors=True)
 
 
 if __name__ == "__main__":
