@@ -97,6 +97,16 @@ $(BUILD)/guest-obj/%.o: %.c $(TP_STAMP) $(wildcard guest/*.h shared/*.h)
 	@mkdir -p $(dir $@)
 	$(GUEST_CC) $(GUEST_CFLAGS) -c $< -o $@
 
+# The project's one version is MAFH_VERSION in host/include/mafhost.h; the launcher gets it as
+# MAF_VERSION, the Python package through its build (host/python/setup.py) or make install.
+$(BUILD)/gen/version.h: host/include/mafhost.h
+	@mkdir -p $(dir $@)
+	printf '/* Made by the build from host/include/mafhost.h. */\n#define MAF_VERSION "%s"\n' \
+		'$(MAFH_VERSION)' > $@.tmp
+	mv $@.tmp $@
+$(BUILD)/guest-obj/guest/main.o $(BUILD)/guest-obj/guest/sleep.o $(BUILD)/host-obj/guest/sleep.o: \
+	$(BUILD)/gen/version.h
+
 # The seccomp filters a run loads, built with libseccomp now rather than in every run
 # (guest/gen/filtergen.c says how, and what it checks).
 $(BUILD)/gen/filtergen: guest/gen/filtergen.c guest/seccomp.c guest/contain.h $(TP_STAMP)
@@ -316,6 +326,8 @@ install: $(BUILD)/maf-launch $(BUILD)/maf-host $(BUILD)/libmafhost.a $(BUILD)/$(
 	install -d $(DESTDIR)$(PYTHONDIR)/mafhost/_lib
 	install -m 0644 host/python/mafhost/*.py host/python/mafhost/py.typed \
 		$(DESTDIR)$(PYTHONDIR)/mafhost/
+	printf '"""Written when the package was installed."""\nVERSION = "%s"\n' \
+		'$(MAFH_VERSION)' > $(DESTDIR)$(PYTHONDIR)/mafhost/_version.py
 	ln -sf $(LIBDIR)/$(MAFH_SONAME) $(DESTDIR)$(PYTHONDIR)/mafhost/_lib/$(MAFH_SONAME)
 	@# The package's metadata, so that importlib.metadata and pip know it.
 	install -d $(DESTDIR)$(PYTHONDIR)/mafhost-$(MAFH_VERSION).dist-info

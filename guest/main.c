@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "profile.h"
 #include "protocol.h"
+#include "version.h"
 #include "util.h"
 
 /* applet: maf-launch also answers to the command by the name it was run as (a link named
@@ -97,7 +98,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (strcmp(argv[1], "--version") == 0) {
-		printf("maf-launch %s\n", MAFP_VERSION);
+		printf("maf-launch %s (protocol %s)\n", MAF_VERSION, MAFP_PROTOCOL_VERSION);
 		return 0;
 	}
 	for (i = 0; i < NCOMMANDS; i++) {

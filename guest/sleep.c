@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "protocol.h"
+#include "version.h"
 #include "util.h"
 
 /* Past a century a sleep is an infinite one: nothing waits on it. */
@@ -71,7 +72,7 @@ int cmd_sleep(int argc, char **argv)
 		return 0;
 	}
 	if (argc == 2 && strcmp(argv[1], "--version") == 0) {
-		printf("sleep (maf-launch) %s\n", MAFP_VERSION);
+		printf("sleep (maf-launch) %s\n", MAF_VERSION);
 		return 0;
 	}
 	if (argc < 2) {

@@ -8,7 +8,9 @@
 
 #include "cJSON.h"
 
-#define MAFP_VERSION "0.1.0"
+/* The version of this wire protocol (shared/PROTOCOL.md), not the project's: the project's
+ * is MAF_VERSION, from host/include/mafhost.h through the build. */
+#define MAFP_PROTOCOL_VERSION "0.1.0"
 
 /* The run directory R: the host picks it, absolute, with no ':' and no backslash. */
 #define MAFP_RUN_DIR_MAX 1024

@@ -18,8 +18,9 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 
 
 def _version():
-    with open(os.path.join(HERE, "pyproject.toml"), encoding="utf-8") as f:
-        return re.search(r'^version = "(.*)"$', f.read(), re.M).group(1)
+    """The project's one version: MAFH_VERSION in host/include/mafhost.h."""
+    with open(os.path.join(ROOT, "host", "include", "mafhost.h"), encoding="utf-8") as f:
+        return re.search(r'^#define MAFH_VERSION "(.*)"$', f.read(), re.M).group(1)
 
 
 def _library():
@@ -42,6 +43,9 @@ class BuildPy(build_py):
 
     def run(self):
         super().run()
+        with open(os.path.join(self.build_lib, "mafhost", "_version.py"), "w",
+                  encoding="utf-8") as f:
+            f.write(f'"""Written when the package was built."""\nVERSION = "{_version()}"\n')
         lib = _library()
         if lib and not self.editable_mode:
             dest = os.path.join(self.build_lib, "mafhost", "_lib")
@@ -61,5 +65,5 @@ class BinaryDistribution(Distribution):
 # as it was.
 _work = tempfile.mkdtemp(prefix="mafhost-build-")
 atexit.register(shutil.rmtree, _work, True)
-setup(cmdclass={"build_py": BuildPy}, distclass=BinaryDistribution,
+setup(version=_version(), cmdclass={"build_py": BuildPy}, distclass=BinaryDistribution,
       options={"build": {"build_base": _work}, "egg_info": {"egg_base": _work}})

@@ -9,6 +9,7 @@ its own VmRSS before the run and its VmHWM after it. A run that does not return 
 that grows past RSS_KILL_KB at that size, and either is a failure with what was seen."""
 import io
 import json
+import re
 import os
 import shlex
 import shutil
@@ -29,7 +30,9 @@ sys.path.insert(0, str(HERE))
 import hostile_launcher  # noqa: E402
 
 BUILD_TREE = Path(os.environ.get("MAF_BUILD", ROOT / "build")).resolve()
-LIBRARY = BUILD_TREE / "libmafhost.so.0.2.0"
+LIBRARY = BUILD_TREE / ("libmafhost.so." + re.search(
+    r'^#define MAFH_VERSION "(.*)"$', (ROOT / "host/include/mafhost.h").read_text(),
+    re.M).group(1))
 IMAGE = f"{os.environ.get('MAF_IMAGE_PREFIX', 'maf-launch')}/python-noshell"
 IN_IMAGE_LAUNCHER = "/usr/local/bin/maf-launch"
 IN_IMAGE_DIR = "/hostile"          # the hostile launchers' directories in the container

@@ -129,7 +129,7 @@ def _mafhost():
         sys.path.insert(0, str(ROOT / "host" / "python"))
         sys.path.append(str(ROOT / "tests" / "python"))  # foreign.py, after our own modules
     import mafhost
-    mafhost.load(str(BUILD_TREE / "libmafhost.so.0.2.0"))
+    mafhost.load(str(BUILD_TREE / f"libmafhost.so.{mafhost.__version__}"))
     return mafhost
 
 

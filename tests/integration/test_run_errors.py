@@ -5,6 +5,7 @@ import os
 import re
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -371,4 +372,9 @@ def test_version():
     proc = maf("--version")
     assert proc.returncode == 0
     assert proc.stderr == b""
-    assert re.fullmatch(rb"maf-launch \d+\.\d+\.\d+\n", proc.stdout), proc.stdout
+    # The project's one version (host/include/mafhost.h), and the wire protocol's.
+    header = (Path(__file__).resolve().parents[2] / "host/include/mafhost.h").read_text()
+    version = re.search(r'^#define MAFH_VERSION "(.*)"$', header, re.M).group(1)
+    assert re.fullmatch(rb"maf-launch (\S+) \(protocol \d+\.\d+\.\d+\)\n",
+                        proc.stdout), proc.stdout
+    assert proc.stdout.split()[1].decode() == version

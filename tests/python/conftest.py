@@ -24,7 +24,9 @@ sys.path.insert(0, str(ROOT / "tests" / "integration"))
 import mafhost  # noqa: E402
 
 BUILD_TREE = Path(os.environ.get("MAF_BUILD", ROOT / "build"))
-LIBRARY = BUILD_TREE / "libmafhost.so.0.2.0"
+# The project's one version (host/include/mafhost.h), as the package reads it.
+VERSION = mafhost.__version__
+LIBRARY = BUILD_TREE / f"libmafhost.so.{VERSION}"
 
 
 def _open_to_all(path):

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import LAUNCHER, ROOT
+from conftest import LAUNCHER, ROOT, VERSION
 
 
 def _tree(d):
@@ -39,7 +39,7 @@ def test_pip_install_needs_no_network_and_carries_the_library(tmp_path):
     proc = subprocess.run([str(venv / "bin" / "pip"), "install", str(ROOT / "host" / "python")],
                           env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "Successfully installed mafhost-0.2.0" in proc.stdout
+    assert f"Successfully installed mafhost-{VERSION}" in proc.stdout
     assert _tree(ROOT / "host" / "python") == before, "pip install left files in the tree"
     site = subprocess.run([str(venv / "bin" / "python"), "-c",
                            "import mafhost, os; print(os.path.dirname(mafhost.__file__))"],
@@ -50,7 +50,7 @@ def test_pip_install_needs_no_network_and_carries_the_library(tmp_path):
                            "import importlib.metadata as m; d = m.distribution('mafhost'); "
                            "print(d.version, any(str(f).endswith('py.typed') for f in d.files))"],
                           env=env, cwd=tmp_path, capture_output=True, text=True, check=True)
-    assert meta.stdout.split() == ["0.2.0", "True"], meta
+    assert meta.stdout.split() == [VERSION, "True"], meta
     assert os.path.exists(os.path.join(pkg, "_lib", "libmafhost.so.0.2"))
     out = subprocess.run([str(venv / "bin" / "python"), str(ROOT / "tests/install/host.py"),
                           str(LAUNCHER), str(ROOT / "tests/install/program.py"),
@@ -78,6 +78,6 @@ def test_an_editable_install_serves_from_the_tree(tmp_path):
                           "print(mafhost.load().path)"],
                          env=env, cwd=tmp_path, capture_output=True, text=True, check=True)
     version, where, lib = got.stdout.split()
-    assert version == "0.2.0"
+    assert version == VERSION
     assert where == str(ROOT / "host" / "python" / "mafhost" / "__init__.py")
     assert os.path.samefile(lib, tree_lib), lib

@@ -8,7 +8,7 @@ import pytest
 import mafhost
 import programs
 from programs import add
-from conftest import LIBRARY, arun
+from conftest import LIBRARY, VERSION, arun
 
 
 def _mapped():
@@ -22,7 +22,7 @@ def test_unloaded_and_loaded_again_in_one_process(local):
     mafhost.unload()
     assert not _mapped(), "dlclose left libmafhost mapped"
     lib = mafhost.load(str(LIBRARY))
-    assert lib.loaded and lib.library_version == "0.2.0" and _mapped()
+    assert lib.loaded and lib.library_version == VERSION and _mapped()
     r = arun(mafhost.run(local, programs.calls(3), tools=[add], timeout=30))
     assert r.calls == 3 and r.output == f"total {programs.total(3)}\n"
     # Over and over: nothing accumulates.

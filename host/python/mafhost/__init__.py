@@ -14,6 +14,7 @@ asyncio, through libmafhost.
 
 The backend is any object with maf-sandbox's sandbox surface (see mafhost.sandbox), or one
 of this package's: LocalSandbox (this machine) and DockerSandbox (a running container)."""
+from . import _abi
 from ._abi import Library, load, unload
 from ._run import Event, ExitRecord, RunResult, run
 from ._tools import Limits, Param, Tool, tool
@@ -23,7 +24,7 @@ from .docker import DockerSandbox
 from .local import LocalSandbox
 from .sandbox import ExecResult, FileEntry
 
-__version__ = "0.2.0"
+__version__ = _abi.VERSION
 
 __all__ = ["run", "Tool", "tool", "Param", "Limits", "RunResult", "ExitRecord", "Event",
            "LocalSandbox", "DockerSandbox", "ExecResult", "FileEntry", "Library", "load",

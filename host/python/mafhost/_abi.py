@@ -5,7 +5,9 @@ The structs mirror mafhost.h field for field; tests/python/test_abi.py compiles 
 against the header and checks every size and offset here against the compiler's."""
 import ctypes
 import ctypes.util
+import importlib
 import os
+import re
 import threading
 from typing import Any, Callable, Dict, List, Optional, Tuple
 from ctypes import (CFUNCTYPE, POINTER, Structure, c_char, c_char_p, c_int, c_int64, c_short,
@@ -13,8 +15,31 @@ from ctypes import (CFUNCTYPE, POINTER, Structure, c_char, c_char_p, c_int, c_in
 
 from .errors import LibraryError
 
-VERSION = "0.2.0"
-SONAME = "libmafhost.so.0.2"
+def _package_version() -> str:
+    """The project's version, whose one place is MAFH_VERSION in host/include/mafhost.h:
+    mafhost/_version.py where the package was built or installed (setup.py, make install
+    write it), else the header beside the package in a source tree."""
+    try:
+        made = importlib.import_module("._version", __package__)
+        return str(made.VERSION)
+    except ImportError:
+        pass
+    header = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir,
+                          "include", "mafhost.h")
+    try:
+        with open(header, encoding="utf-8") as f:
+            found = re.search(r'^#define MAFH_VERSION "(.*)"$', f.read(), re.M)
+    except OSError:
+        found = None
+    if found is None:
+        raise ImportError("mafhost cannot tell its version: it has no _version.py (written "
+                          "when it is built or installed) and no host/include/mafhost.h "
+                          "beside it")
+    return found.group(1)
+
+
+VERSION = _package_version()
+SONAME = "libmafhost.so." + ".".join(VERSION.split(".")[:2])
 
 # enum mafh_op_kind
 OP_EXEC, OP_READ, OP_WRITE, OP_STAT, OP_WAIT_UNTIL, OP_CALL, OP_DONE, OP_STREAM_OPEN, \
