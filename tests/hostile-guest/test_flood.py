@@ -5,8 +5,8 @@ peak memory stays within 64 MiB of its baseline, the run returns within its dead
 the ending's 15 s, with a clear error and the verdict the record gives.
 
 stop and reclaim do not depend on the transport: they run over files here, the transport
-that uses no other launcher command. The C Docker backend's exec takes no input, so its
-relay writes each answer first and the relay only waits; the flood is the same."""
+that uses no other launcher command. Over Docker, as locally, relay takes each answer on
+its stdin."""
 import pytest
 
 import guest_lib as g

@@ -11,8 +11,7 @@ spliced from two frames, no invalid UTF-8, no argument a duplicated key made amb
 
 The tool records what it is called with: for maf-host `--tool rec=COMMAND` appending its
 stdin to a log, for mafhost a function appending its arguments to a list. The program
-itself makes no call. The C Docker backend's relay takes no input (each answer is written
-first)."""
+itself makes no call."""
 import pytest
 
 import guest_lib as g

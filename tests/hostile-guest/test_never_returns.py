@@ -4,8 +4,7 @@ variant that returns at once but leaves a setsid'd grandchild holding its stdout
 writing to it. With --timeout T the host returns within T + 15 s (the ending's budget,
 MAFH_ENDING_MS) plus start-up; a hang is cut at T + 60 s and fails with what was seen.
 
-stop and reclaim run over files (they do not depend on the transport). The C Docker
-backend's relay takes no input (each answer is written first)."""
+stop and reclaim run over files (they do not depend on the transport)."""
 import pytest
 
 import guest_lib as g
