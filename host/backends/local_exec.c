@@ -1,4 +1,5 @@
-/* The local backend's exec: fork and execvp of argv, stdout and stderr through pipes, the
+/* The local backend's exec: argv started with posix_spawnp (mafh__local_spawn; a forked child
+ * where it cannot be spawned, to say why), stdout and stderr through pipes, the
  * child in its own process group so that a timeout kills whatever it started. exec_input's
  * bytes are the child's stdin as a memfd, read from its start: a pipe would have to be fed
  * while stdout is drained, and a command that exits without reading it (a launcher that

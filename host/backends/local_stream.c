@@ -1,4 +1,5 @@
-/* The local backend's stream: fork and execvp of argv with its stdin and stdout on pipes
+/* The local backend's stream: argv started as an exec's is (mafh__local_spawn), its stdin
+ * and stdout on pipes
  * that stay open until the stream is closed, stderr on a third pipe whose first 4 KiB are
  * kept for the sentence of a failure. The child runs in its own process group, killed whole
  * when the stream is closed while it still runs. The stream lives in the slot (struct

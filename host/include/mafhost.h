@@ -273,8 +273,9 @@ MAFH_API void mafh_backend_stream_close(struct mafh_backend *b, void *stream);
  * and a stream's writes, reads and closing are tasks, each waiting on the descriptors named
  * below and a time. Each slot of mafh_task_new holds its own stream and watches, so that any
  * number of runs wait on one event loop with no thread each.
- *   exec: fork and execvp of argv with pipes and a timeout (the child gets its own process
- *     group, killed whole at the timeout). It waits on the stdout and stderr pipes and a pidfd
+ *   exec: argv started with posix_spawnp (no copy of the host's memory; a forked child says
+ *     why where it cannot be spawned), with pipes and a timeout (the child gets its own
+ *     process group, killed whole at the timeout). It waits on the stdout and stderr pipes and a pidfd
  *     of the child (where the kernel gives none, a look with waitpid every 50 ms) until the
  *     timeout; once the child has exited, what the pipes hold already is taken and the exec
  *     is over, even while a process it left behind holds them open. A task freed under way
@@ -289,7 +290,7 @@ MAFH_API void mafh_backend_stream_close(struct mafh_backend *b, void *stream);
  *     dir (for mafh_backend_wait_change, in the backend); it waits on the inotify descriptor.
  *     Where inotify is unavailable (the user out of instances, 128 by default) or dir cannot
  *     be watched, one look, then a timer: woken by nothing, the run looks at its end.
- *   stream_*: fork and execvp of argv with stdin, stdout and stderr on pipes; a write waits
+ *   stream_*: argv started as exec's is, with stdin, stdout and stderr on pipes; a write waits
  *     for stdin to take the bytes, a read for stdout (stderr drained meanwhile); closing ends
  *     its stdin, waits a second for it to end (on its pidfd), then kills its process group.
  *   exec_input: exec, its stdin a memfd holding the bytes (read from its start; nothing to

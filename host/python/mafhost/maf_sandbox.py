@@ -18,8 +18,8 @@ What differs is how the calls travel. The program runs under `maf-launch run` (i
 identity, no capabilities, seccomp, Landlock), the shim the caller wrote (maf-sandbox's
 generated one) is replaced by one that is the same module to the program but hands each call
 to the launcher's channel, and the host reads the requests:
-- over a stream through the Docker engine (mafhost's own engine client) where the sandbox
-  is maf-sandbox-docker's (it has container_name), one message a call;
+- over a stream through the Docker engine (DockerSandbox: libmafhost's Docker backend) where
+  the sandbox is maf-sandbox-docker's (it has container_name), one message a call;
 - else relay over the sandbox's own exec, one exec a call;
 falling back within a run from stream to relay to files, with no call lost or made twice.
 Where the sandbox has no maf-launch (none at the launcher path through the engine, or no
