@@ -51,11 +51,11 @@ extern "C" {
 /* ---- version ----------------------------------------------------------------------------- */
 
 #define MAFH_VERSION_MAJOR 0
-#define MAFH_VERSION_MINOR 2
+#define MAFH_VERSION_MINOR 3
 #define MAFH_VERSION_PATCH 0
-#define MAFH_VERSION "0.2.0"
+#define MAFH_VERSION "0.3.0"
 
-/* The version of the library actually loaded ("0.2.0"): static, never NULL. Compare it with
+/* The version of the library actually loaded ("0.3.0"): static, never NULL. Compare it with
  * MAFH_VERSION, the version of the header the caller was built against. */
 MAFH_API const char *mafh_version(void);
 
@@ -248,6 +248,7 @@ MAFH_API int mafh_backend_exec_input(struct mafh_backend *b, const char *const *
 				     const void *in, size_t in_len, int64_t timeout_ms,
 				     size_t out_cap, struct mafh_exec_result *res,
 				     struct mafh_error *err);
+/* The files of the table (MAFH_ENOTSUP without MAFH_CAP_FILES_IN or FILES_OUT). */
 MAFH_API int mafh_backend_write_file(struct mafh_backend *b, const char *path, const void *data,
 				     size_t len, const char *replaces, struct mafh_error *err);
 MAFH_API int mafh_backend_read_file(struct mafh_backend *b, const char *path, size_t cap,

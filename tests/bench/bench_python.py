@@ -41,6 +41,7 @@ another; both are removed at the end."""
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -58,14 +59,18 @@ from host_run import run_host  # noqa: E402
 
 HOST = HERE / "bench_python_host.py"
 PROGRAM = HERE / "bench_python_program.py"
-LIBRARY = "libmafhost.so.0.2.0"
+def library_of(tree):
+    """libmafhost.so.VERSION, VERSION as that tree's header says."""
+    header = (Path(tree) / "host" / "include" / "mafhost.h").read_text()
+    return "libmafhost.so." + re.search(r'^#define MAFH_VERSION "(.*)"$', header,
+                                        re.M).group(1)
 
 
 class Version:
     def __init__(self, name, label, tree, build):
         self.name, self.label = name, label
         self.package = Path(tree) / "host" / "python"
-        self.library = Path(build) / LIBRARY
+        self.library = Path(build) / library_of(tree)
         self.launcher = Path(build) / "maf-launch"
 
     def missing(self):
@@ -375,7 +380,7 @@ def main():
                     help="runs per level at least, scale part (in rounds of N at once)")
     ap.add_argument("--baseline", default="ad4847e", help="the previous release's revision")
     ap.add_argument("--baseline-dir", help="a tree of the previous release already built "
-                    "(host/python, build/" + LIBRARY + ", build/maf-launch)")
+                    "(host/python, build/libmafhost.so.VERSION, build/maf-launch)")
     ap.add_argument("--tp", default=str(ROOT / "build" / "third_party"),
                     help="the third-party build the baseline's make reuses (TP)")
     ap.add_argument("--timeout", type=float, default=600, help="a run's timeout, s")
