@@ -44,7 +44,8 @@ static int call_path(struct mafh_run *run, long id, const char *suffix)
 static int answer(struct mafh_run *run, char *text, int refused, const char *sentence)
 {
 	if (!text) {
-		mafh__end_run(run, MAFH_RUN_ERROR, MAFH_ENOMEM, "out of memory encoding a response");
+		mafh__end_run(run, MAFH_RUN_ERROR, MAFH_ENOMEM, "out of memory encoding a "
+			      "response");
 		return -1;
 	}
 	free(run->wbuf);

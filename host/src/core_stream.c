@@ -108,7 +108,8 @@ enum mafh__outcome mafh__take_stream_recv(struct mafh_run *run, const struct maf
 
 	if (res->stream_len) {
 		if (run->slen + res->stream_len > max_body + 512)
-			return stream_broken(run, MAFH_EPROTO, "it printed more than an event holds");
+			return stream_broken(run, MAFH_EPROTO, "it printed more than an event "
+					     "holds");
 		if (mafh__append(&run->sbuf, &run->slen, &run->scap, SIZE_MAX, res->stream_data,
 				 res->stream_len) < 0) {
 			mafh__end_run(run, MAFH_RUN_ERROR, MAFH_ENOMEM, "out of memory reading the "
