@@ -73,7 +73,7 @@ PROBE_BIN := $(patsubst tests/probes/%.c,$(BUILD)/probes/%,$(PROBE_SRC))
 
 TP_STAMP := $(TP)/.stamp
 
-.PHONY: all deps setup test unit integration hostile hostile-guest docker python upstream asan fuzz \
+.PHONY: all deps setup test unit core-states integration hostile hostile-guest docker python upstream asan fuzz \
 	bench-launch bench-calls bench-docker bench-transports bench-python bench-adopt demo \
 	demo-docker \
 	clean size probes install install-check shim-check
@@ -190,6 +190,12 @@ probes: $(PROBE_BIN)
 
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
+
+# docs/core-states.dot: the sans-I/O core's table (host/src/core.c) as a Graphviz graph,
+# printed by the unit test that fails while the file differs from it.
+core-states: $(BUILD)/tests/test_core_states
+	$< --print > docs/core-states.dot.tmp
+	mv docs/core-states.dot.tmp docs/core-states.dot
 
 # The shim's template compiles as Python by itself, and so does a shim made from it, with no
 # placeholder left; in that shim, a wrapper for `add` and none for the names that are not

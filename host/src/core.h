@@ -1,8 +1,16 @@
-/* The sans-I/O core's private pieces: the run itself (core.c is its state machine, run.c
- * makes and frees it), and the pure functions the state machine calls, each in a file of its
- * own and unit-tested alone (tests/unit/test_core_parts.c):
+/* The sans-I/O core's private pieces: the run itself (run.c makes and frees it), its state
+ * machine and the pure functions the machine calls. The machine is split by job:
+ *   core.c             the table (every state, its op, every transition), the choices of
+ *                      the states that hand out no op, and the machine that applies them
+ *   core_launch.c      the program and the shim written, `maf-launch run`
+ *   core_serve.c       requests found and taken (looks, the exit marker, `wait` and
+ *                      `relay` events, pauses), calls handed out, answers written
+ *   core_stream.c      `maf-launch serve` on a stream
+ *   core_end.c         the one way a run ends, and the ending's ops
+ * The pure functions, each in a file of its own and unit-tested alone
+ * (tests/unit/test_core_parts.c):
  *   pacing.c           when to look for the next request (files transport)
-  *   launcher_argv.c    the argv of `maf-launch run`, `wait`, `relay`, `serve`, `stop`,
+ *   launcher_argv.c    the argv of `maf-launch run`, `wait`, `relay`, `serve`, `stop`,
  *                      `reclaim`
  *   launcher_output.c  what the launcher prints: the launch line, `wait` events, and
  *                      their framing on a stream
@@ -13,6 +21,7 @@
 
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "internal.h"
 
@@ -186,9 +195,13 @@ char *mafh__answer_encode(const struct mafh_op_result *res, const char *tool,
 
 /* ---- the run (run.c, core.c) -------------------------------------------------------------- */
 
-/* What the run is doing: each state but SERVE and DONE is one outstanding op of one kind
- * (core.c's table says which, and what emits and takes it). */
+/* What the run is doing: each state but BEGIN, SERVE, ENDING and DONE is one outstanding op
+ * of one kind (core.c's table says which, what makes and takes it, and where each outcome
+ * leads). */
 enum mafh__state {
+	/* Made, nothing done yet: chooses the first op. No transition leads back here, so a 0
+	 * in the table is "no transition". */
+	ST_BEGIN,
 	ST_WRITE_PROGRAM,   /* WRITE R/host_tools/program.py */
 	ST_WRITE_SHIM,      /* WRITE R/host_tools/maf_host_tools.py */
 	ST_LAUNCH,          /* EXEC maf-launch run */
@@ -210,6 +223,45 @@ enum mafh__state {
 	ST_STREAM_CLOSE,    /* STREAM_CLOSE */
 	ST_DONE,
 	ST_COUNT
+};
+
+/* What a step came to: the table turns the state and this into the next state. A step whose
+ * outcome takes a serving state to ST_ENDING has called mafh__end_run first (the status and
+ * the cause are chosen there, not by the table). */
+enum mafh__outcome {
+	OC_PENDING,         /* an op is handed out: the state holds until its result */
+	/* What an op came to. */
+	OC_OK,              /* done as asked */
+	OC_FAILED,          /* failed: serving, the run ends in error; ending, it is noted */
+	OC_ABSENT,          /* nothing there (yet): no request, marker, event or record */
+	OC_REQUEST,         /* a request came in: refused, stepped over or due as a call */
+	OC_EXIT,            /* the exit marker: the program ended */
+	OC_LOST,            /* the supervisor is gone without its marker: the run is lost */
+	OC_FALLBACK,        /* the launcher lacks what the transport needs: a lesser way on */
+	OC_BROKEN,          /* the stream broke (or, closing, had broken): relay or files on */
+	OC_CUT,             /* the deadline passed or the host stopped the run */
+	/* What a choosing state found due. */
+	OC_PROGRAM_DUE,     /* BEGIN: the program to write */
+	OC_LAUNCH_DUE,      /* BEGIN: no program: the launch */
+	OC_SHIM_DUE,        /* the program written: the shim to write */
+	OC_NOT_YET,         /* SERVE: nothing until the next look */
+	OC_LOOK_DUE,        /* the request file to read */
+	OC_PROBE_DUE,       /* the exit marker to read */
+	OC_WAIT_DUE,        /* `maf-launch wait` or `relay` to run */
+	OC_LIVENESS_DUE,    /* quiet over files: `wait` to check the supervisor */
+	OC_CALL_DUE,        /* a call to hand out */
+	OC_ANSWER_DUE,      /* an answer to write */
+	OC_RELAY_DUE,       /* an answer to carry on the stdin of `relay` */
+	OC_OPEN_DUE,        /* the stream to open */
+	OC_SEND_DUE,        /* a frame to send on the stream: the next request, or an answer */
+	OC_EVENT_DUE,       /* a frame sent: its event to read */
+	OC_CLOSE_DUE,       /* ENDING: the stream to close */
+	OC_OUTPUT_DUE,      /* the output to read */
+	OC_STOP_DUE,        /* `maf-launch stop` to run */
+	OC_RECORD_DUE,      /* the exit record to read */
+	OC_RECLAIM_DUE,     /* `maf-launch reclaim` to run */
+	OC_OVER,            /* nothing left: the run is done */
+	OC_COUNT
 };
 
 /* A recent answer, kept so that the exit record's undelivered ids can be matched. */
@@ -341,7 +393,92 @@ struct mafh_run {
 	int errors_dropped;
 };
 
-/* core.c: the state a new run starts in. */
+/* What the run looks at of the stdout of `maf-launch run` and `reclaim`. */
+#define MAFH__LAUNCH_OUT_CAP 4096
+
+/* ---- the machine (core.c) ----------------------------------------------------------------- */
+
+/* Sets up a new run (calloc'd) in ST_BEGIN. */
 void mafh__core_begin(struct mafh_run *run);
+/* The table: where outcome o leads from state s; ST_BEGIN when it leads nowhere. */
+enum mafh__state mafh__core_next(enum mafh__state s, enum mafh__outcome o);
+/* Prints the table to f as a Graphviz graph (docs/core-states.dot is this output): the
+ * states, and an edge for each transition labelled with its outcome and the op the next
+ * state hands out. 0, or -1 when writing to f failed. */
+int mafh__core_dot(FILE *f);
+
+/* Reports ev to the run's on_event (size and time filled in). */
+void mafh__event(struct mafh_run *run, struct mafh_event *ev);
+/* Adds msg to the run's list of errors and reports it as an event. */
+void mafh__log_error(struct mafh_run *run, int code, const char *msg);
+/* A failure that does not end the run by itself (or comes after its end began): kept in the
+ * list, and as the run's error if it has none yet. */
+void mafh__note(struct mafh_run *run, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Ops made for the steps below: the path is run->path, the argv run->argv. Each counts the
+ * op in the result. */
+void mafh__op_exec(struct mafh_run *run, struct mafh_op *op, int64_t timeout_ms,
+		   size_t out_cap);
+void mafh__op_read(struct mafh_run *run, struct mafh_op *op, size_t cap);
+void mafh__op_write(struct mafh_run *run, struct mafh_op *op, const void *data, size_t len);
+/* run->path = R/host_tools/name. 0, or -1 when it does not fit. */
+int mafh__host_tools_path(struct mafh_run *run, const char *name);
+/* A READ of R/host_tools/name, of at most cap bytes. */
+void mafh__read_host_tools_file(struct mafh_run *run, struct mafh_op *op, const char *name,
+				size_t cap);
+int64_t mafh__clamp64(int64_t v, int64_t lo, int64_t hi);
+/* Files transport over a backend (or driver) that can wait for a change. Not fixed at
+ * creation: WAIT falls back to FILES when the launcher has no `wait`. */
+int mafh__notifying(const struct mafh_run *run);
+
+/* ---- the steps (core_*.c), as the table calls them ----------------------------------------- */
+
+/* An emit fills op and returns OC_PENDING, or returns the outcome that moves the run on
+ * without an op. A take takes the op's result and returns its outcome. Neither sets the
+ * state: the table does. */
+typedef enum mafh__outcome mafh__emit_fn(struct mafh_run *run, struct mafh_op *op);
+typedef enum mafh__outcome mafh__take_fn(struct mafh_run *run, const struct mafh_op_result *res);
+
+/* core_launch.c */
+mafh__emit_fn mafh__emit_write_program, mafh__emit_write_shim, mafh__emit_launch;
+mafh__take_fn mafh__take_write_program, mafh__take_write_shim, mafh__take_launch;
+/* core_serve.c */
+mafh__emit_fn mafh__emit_look, mafh__emit_probe_exit, mafh__emit_wait_exec, mafh__emit_pause,
+	mafh__emit_call, mafh__emit_answer;
+mafh__take_fn mafh__take_look, mafh__take_probe_exit, mafh__take_wait_exec, mafh__take_pause,
+	mafh__take_call, mafh__take_answer;
+/* core_stream.c */
+mafh__emit_fn mafh__emit_stream_open, mafh__emit_stream_send, mafh__emit_stream_recv,
+	mafh__emit_stream_close;
+mafh__take_fn mafh__take_stream_open, mafh__take_stream_send, mafh__take_stream_recv,
+	mafh__take_stream_close;
+/* core_end.c */
+mafh__emit_fn mafh__emit_output, mafh__emit_stop, mafh__emit_record, mafh__emit_reclaim;
+mafh__take_fn mafh__take_output, mafh__take_stop, mafh__take_record, mafh__take_reclaim;
+
+/* ---- what the steps share ------------------------------------------------------------------- */
+
+/* core_serve.c: the next pause waits for the next request or the exit marker. */
+void mafh__wait_for_files(struct mafh_run *run);
+/* core_serve.c: an event of `maf-launch wait`, `relay` or `serve`, taken. */
+enum mafh__outcome mafh__take_event(struct mafh_run *run, const struct mafh__wait_event *ev);
+/* core_serve.c: whether the answer due goes on the stdin of `maf-launch relay`. */
+int mafh__relay_carries(const struct mafh_run *run);
+/* core_serve.c: the answer to next_id is in place (at written_ms): counted, reported, and the
+ * next id is due. */
+void mafh__answer_written(struct mafh_run *run, int64_t written_ms);
+/* core_serve.c: frees the arguments, their text and the note of the call last taken. */
+void mafh__drop_call_texts(struct mafh_run *run);
+
+/* core_end.c: the one way a run ends. status MAFH_RUN_RUNNING means the program ended by
+ * itself (its exit marker appeared): the status is settled from the record at the end. Any
+ * other status cuts the run short, with code and the sentence as its cause. Once the end
+ * has begun, a later failure is only noted. The step that calls it returns the outcome that
+ * takes the run to ST_ENDING. */
+void mafh__end_run(struct mafh_run *run, enum mafh_run_status status, int code,
+		   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* core_end.c: entering ST_DONE: the status settled, the result complete, RUN_ENDED. */
+void mafh__finish(struct mafh_run *run);
 
 #endif

@@ -1,0 +1,319 @@
+/* The end of a run: mafh__end_run, the one way a run ends, and the ending's ops in the order
+ * ENDING chooses them (core.c): the stream closed, the output, `maf-launch stop` (which
+ * proves the tree is gone and prints the exit record), the record's file, `maf-launch
+ * reclaim`. Failures along the ending are noted and the ending goes on. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core.h"
+
+#define STOP_OUT_CAP (MAFP_EXIT_RECORD_MAX + 1024)
+/* The ending's own budget (MAFH_ENDING_MS from the moment the run ends, its deadline at the
+ * latest), shared out so that whatever the launcher does, the run is over within it: the
+ * stop gets all but ENDING_RESERVE_MS, kept for the reads and the reclaim after it, and
+ * tells the launcher to give up STOP_MARGIN_MS before its exec is cut, so that it still
+ * prints the record. No ending exec gets less than ENDING_EXEC_MIN_MS. */
+#define ENDING_RESERVE_MS 4000
+#define STOP_MARGIN_MS 1000
+#define ENDING_EXEC_MIN_MS 1000
+/* `maf-launch stop` says the run is lost: the supervisor is gone and left no marker and
+ * record of its own. */
+#define STOP_EXIT_LOST 3
+
+/* The cause of the run's end: the run's error from now on. */
+static void vcause(struct mafh_run *run, int code, const char *fmt, va_list ap)
+{
+	run->result.error.code = code;
+	vsnprintf(run->result.error.message, sizeof(run->result.error.message), fmt, ap);
+	mafh__log_error(run, code, run->result.error.message);
+}
+
+static void cause(struct mafh_run *run, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void cause(struct mafh_run *run, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vcause(run, code, fmt, ap);
+	va_end(ap);
+}
+
+static void drop_call(struct mafh_run *run)
+{
+	free(run->wbuf);
+	run->wbuf = NULL;
+	mafh__drop_call_texts(run);
+	run->call_t = NULL;
+}
+
+void mafh__end_run(struct mafh_run *run, enum mafh_run_status status, int code,
+		   const char *fmt, ...)
+{
+	va_list ap;
+
+	if (run->ending) {
+		if (fmt) {
+			char msg[sizeof(run->result.error.message)];
+
+			va_start(ap, fmt);
+			vsnprintf(msg, sizeof(msg), fmt, ap);
+			va_end(ap);
+			mafh__note(run, code, "%s", msg);
+		}
+		return;
+	}
+	run->ending = 1;
+	run->end_by = (run->now < run->deadline ? run->now : run->deadline) + MAFH_ENDING_MS;
+	run->cut = status != MAFH_RUN_RUNNING;
+	run->result.status = status;
+	if (fmt) {
+		va_start(ap, fmt);
+		vcause(run, code, fmt, ap);
+		va_end(ap);
+	}
+	drop_call(run);
+}
+
+/* Takes an exit record. Returns 0, or -1 (nothing taken) when buf is not one. */
+static int record_take(struct mafh_run *run, const char *buf, size_t len)
+{
+	struct mafp_exit_record rec;
+	struct mafh_exit_record *r = &run->result.record;
+	const char *why;
+
+	if (mafp_exit_record_decode(buf, len, &rec, &why) != 0)
+		return -1;
+	r->have_record = 1;
+	snprintf(r->status, sizeof(r->status), "%s", mafp_status_name(rec.status));
+	r->exit_code = rec.exit_code;
+	r->signal = rec.signal;
+	r->wall_ms = rec.wall_ms;
+	r->cpu_ms = rec.cpu_ms;
+	r->peak_rss_kb = rec.peak_rss_kb;
+	r->output_bytes = rec.output_bytes;
+	r->output_truncated = rec.output_truncated;
+	r->calls = rec.calls;
+	r->undelivered = rec.n_undelivered;
+	memcpy(r->seccomp, rec.seccomp, sizeof(r->seccomp));
+	memcpy(r->landlock, rec.landlock, sizeof(r->landlock));
+	memcpy(r->error, rec.error, sizeof(r->error));
+	if (rec.output_truncated)
+		run->result.output_truncated = 1;
+	/* Answers the program never received: calls the launcher's channel still owed when
+	 * the program ended. The host wrote them, but they are not calls served. */
+	for (int i = 0; i < rec.n_undelivered; i++) {
+		long id = rec.undelivered[i];
+		struct mafh__answered *a = &run->recent[id % MAFH__RECENT];
+		struct mafh_event ev = {.kind = MAFH_EVENT_CALL_UNDELIVERED, .call_id = id};
+
+		if (a->id != id)
+			continue;   /* never answered: nothing to take back */
+		run->result.calls--;
+		run->result.refusals -= a->refused;
+		run->result.undelivered++;
+		a->id = 0;
+		mafh__event(run, &ev);
+	}
+	return 0;
+}
+
+/* The status of a run that ended by itself, from the marker and the record. */
+static void settle_status(struct mafh_run *run)
+{
+	const struct mafh_exit_record *r = &run->result.record;
+
+	/* The verdict is the supervisor's record. The exit marker, and a wait, relay or serve
+	 * event quoting it, is a claim: a record that disagrees wins and the disagreement is an
+	 * error of the run, and a claim no record confirms is never verified. */
+	if (r->have_record && run->result.exit_code >= 0 && run->result.exit_code != r->exit_code) {
+		mafh__note(run, MAFH_EPROTO, "the exit marker said %d but the supervisor's record "
+			   "says %s, exit code %d: the record is taken", run->result.exit_code,
+			   r->status, r->exit_code);
+		run->result.verified = 0;
+		run->result.exit_code = r->exit_code;
+	} else if (!r->have_record) {
+		run->result.verified = 0;
+	}
+	if (run->result.exit_code < 0 && r->have_record)
+		run->result.exit_code = r->exit_code;
+	if (run->result.exit_code < 0) {
+		run->result.status = MAFH_RUN_ERROR;
+		cause(run, MAFH_EPROTO, "the exit marker is not a decimal exit code and there is "
+		      "no exit record");
+		return;
+	}
+	if (r->have_record && strcmp(r->status, "timeout") == 0)
+		run->result.status = MAFH_RUN_TIMEOUT;
+	else if (r->have_record && strcmp(r->status, "stopped") == 0)
+		run->result.status = MAFH_RUN_STOPPED;
+	else if (r->have_record && strcmp(r->status, "launch_failed") == 0)
+		run->result.status = MAFH_RUN_LAUNCH_FAILED;
+	else if ((r->have_record && strcmp(r->status, "signaled") == 0) ||
+		 (!r->have_record && run->result.exit_code > 128))
+		run->result.status = MAFH_RUN_SIGNALED;
+	else
+		run->result.status = MAFH_RUN_EXITED;
+}
+
+void mafh__finish(struct mafh_run *run)
+{
+	struct mafh_event ev = {.kind = MAFH_EVENT_RUN_ENDED};
+
+	if (run->result.status == MAFH_RUN_RUNNING)
+		settle_status(run);
+	else if (run->result.exit_code < 0 && run->launched && run->result.record.have_record)
+		run->result.exit_code = run->result.record.exit_code;
+	run->result.output = run->output;
+	ev.status = run->result.status;
+	ev.exit_code = run->result.exit_code;
+	mafh__event(run, &ev);
+}
+
+/* ---- the ending's ops --------------------------------------------------------------------- */
+
+enum mafh__outcome mafh__emit_output(struct mafh_run *run, struct mafh_op *op)
+{
+	mafh__read_host_tools_file(run, op, MAFP_FILE_OUTPUT, run->limits.max_output_bytes);
+	return OC_PENDING;
+}
+
+enum mafh__outcome mafh__take_output(struct mafh_run *run, const struct mafh_op_result *res)
+{
+	char *o;
+
+	run->output_read = 1;
+	if (res->error) {
+		mafh__note(run, res->error, "the program's output could not be read: %s",
+			   res->detail.message);
+		return OC_FAILED;
+	}
+	if (res->read.status == MAFH_READ_TOO_BIG) {
+		run->result.output_truncated = 1;
+		mafh__note(run, MAFH_E2BIG, "the program's output is larger than %llu bytes",
+			   (unsigned long long)run->limits.max_output_bytes);
+		return OC_FAILED;
+	}
+	if (res->read.status != MAFH_READ_OK)
+		return OC_ABSENT;
+	o = malloc(res->read.len + 1);
+	if (!o) {
+		mafh__note(run, MAFH_ENOMEM, "out of memory reading the output");
+		return OC_FAILED;
+	}
+	if (res->read.len)
+		memcpy(o, res->read.data, res->read.len);
+	o[res->read.len] = '\0';
+	free(run->output);
+	run->output = o;
+	run->result.output = o;
+	run->result.output_len = res->read.len;
+	return OC_OK;
+}
+
+/* What is left of the ending's budget for an exec that leaves reserve_ms after it. */
+static int64_t ending_left(const struct mafh_run *run, int64_t reserve_ms)
+{
+	return mafh__clamp64(run->end_by - run->now - reserve_ms, ENDING_EXEC_MIN_MS,
+			     run->exec_timeout_ms);
+}
+
+enum mafh__outcome mafh__emit_stop(struct mafh_run *run, struct mafh_op *op)
+{
+	int64_t left = ending_left(run, ENDING_RESERVE_MS);
+	int64_t wait = left > 2 * STOP_MARGIN_MS ? left - STOP_MARGIN_MS : left / 2;
+
+	mafh__argv_stop(&run->argv, run->launcher, run->run_dir, run->result.supervisor_pid,
+			wait);
+	mafh__op_exec(run, op, left, STOP_OUT_CAP);
+	return OC_PENDING;
+}
+
+/* A launcher command of the ending that failed: noted, the run goes on ending. */
+static int ending_exec_failed(struct mafh_run *run, const struct mafh_op_result *res,
+			      const char *what)
+{
+	char line[160];
+
+	if (!res->error && !res->exec.timed_out && res->exec.exit_code == 0)
+		return 0;
+	mafh__first_line(line, sizeof(line), res->exec.err, res->exec.err_len);
+	if (res->error)
+		mafh__note(run, res->error, "maf-launch %s failed: %s", what, res->detail.message);
+	else if (res->exec.timed_out)
+		mafh__note(run, MAFH_ETIMEDOUT, "maf-launch %s did not return within %lld ms, its "
+			   "share of the run's ending%s%s", what,
+			   (long long)(run->now - run->op_started_ms), line[0] ? ": " : "", line);
+	else
+		mafh__note(run, MAFH_EIO, "maf-launch %s failed (exit code %d)%s%s", what,
+			   res->exec.exit_code, line[0] ? ": " : "", line);
+	return 1;
+}
+
+enum mafh__outcome mafh__take_stop(struct mafh_run *run, const struct mafh_op_result *res)
+{
+	size_t n = res->exec.out_len;
+	char line[200];
+
+	run->stop_done = 1;
+	if (!res->error && !res->exec.timed_out && res->exec.exit_code == STOP_EXIT_LOST) {
+		mafh__first_line(line, sizeof(line), res->exec.err, res->exec.err_len);
+		if (run->result.status != MAFH_RUN_LOST) {
+			run->result.status = MAFH_RUN_LOST;
+			cause(run, MAFH_EPROTO, "%s", line[0] ? line : "maf-launch stop: the run is "
+			      "lost");
+		}
+		return OC_LOST;
+	}
+	if (ending_exec_failed(run, res, "stop"))
+		return OC_FAILED;
+	/* stop prints the exit record when there is one, and nothing else. */
+	while (n && (res->exec.out[n - 1] == '\n' || res->exec.out[n - 1] == '\r'))
+		n--;
+	if (!n) {
+		run->stop_silent = 1;
+	} else if (record_take(run, res->exec.out, n) != 0) {
+		mafh__note(run, MAFH_EPROTO, "maf-launch stop printed what is not an exit record "
+			   "(%zu bytes): the record is read from its file", n);
+		return OC_FAILED;
+	}
+	return OC_OK;
+}
+
+enum mafh__outcome mafh__emit_record(struct mafh_run *run, struct mafh_op *op)
+{
+	mafh__read_host_tools_file(run, op, MAFP_FILE_EXIT_RECORD, MAFP_EXIT_RECORD_MAX);
+	return OC_PENDING;
+}
+
+enum mafh__outcome mafh__take_record(struct mafh_run *run, const struct mafh_op_result *res)
+{
+	run->record_looked = 1;
+	if (res->error)
+		return OC_FAILED;
+	if (res->read.status != MAFH_READ_OK)
+		return OC_ABSENT;
+	/* stop prints the record whenever there is one: a stop that said nothing while the
+	 * supervisor left one is not the launcher's. */
+	if (run->stop_silent)
+		mafh__note(run, MAFH_EPROTO, "maf-launch stop printed no exit record, yet the "
+			   "supervisor left one: the record is taken from the file");
+	if (record_take(run, res->read.data ? res->read.data : "", res->read.len) != 0)
+		return OC_FAILED;
+	return OC_OK;
+}
+
+enum mafh__outcome mafh__emit_reclaim(struct mafh_run *run, struct mafh_op *op)
+{
+	mafh__argv_reclaim(&run->argv, run->launcher, run->run_dir, run->reclaim_keep);
+	mafh__op_exec(run, op, ending_left(run, 0), MAFH__LAUNCH_OUT_CAP);
+	return OC_PENDING;
+}
+
+enum mafh__outcome mafh__take_reclaim(struct mafh_run *run, const struct mafh_op_result *res)
+{
+	run->reclaimed = 1;
+	return ending_exec_failed(run, res, "reclaim") ? OC_FAILED : OC_OK;
+}
