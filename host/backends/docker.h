@@ -1,6 +1,9 @@
 /* What the Docker backend's files share (mafh__docker_ names). Not installed.
- *   docker.c        the context, creation and destruction, and the ops (the backend's nb
- *                   table) as small state machines over engine requests
+ *   docker.c        the context, creation and destruction, the ops' nb table
+ *   docker_exec.c   an exec, with or without an input, and a stream's opening, as small
+ *                   state machines over engine requests
+ *   docker_files.c  write_file, read_file, stat and mkdtemp
+ *   docker_op.h     what those three share: the context and an op's task
  *   docker_http.c   requests to the engine over its unix socket (libcurl's multi interface)
  *   docker_hijack.c an exec's stdio on a connection the engine hands over, and the stream
  *                   ops over it
