@@ -2,8 +2,8 @@
  * and prints its help, from one table; run.c and shim.c are the commands (run_args.c parses
  * run's argv, events.c prints a run's events); report.c prints a run's result; tools.c runs
  * the host's tools. */
-#ifndef MAFH_CLI_H
-#define MAFH_CLI_H
+#ifndef CLI_H
+#define CLI_H
 
 #include <stdio.h>
 
@@ -51,10 +51,10 @@ void cli_print_options(FILE *f, const struct cli_option *table);
  * (overlongs, surrogates and code points past U+10FFFF are not). */
 size_t cli_utf8_seq(const unsigned char *s, size_t len);
 
-int cmd_run(int argc, char **argv);
-int cmd_shim(int argc, char **argv);
-void cmd_run_usage(FILE *f);
-void cmd_shim_usage(FILE *f);
+int cli_cmd_run(int argc, char **argv);
+int cli_cmd_shim(int argc, char **argv);
+void cli_cmd_run_usage(FILE *f);
+void cli_cmd_shim_usage(FILE *f);
 
 /* What report.c prints beside the library's result. */
 struct cli_report {

@@ -13,9 +13,9 @@ static const struct command {
 	void (*usage)(FILE *f);
 	const char *summary;
 } commands[] = {
-	{"run", cmd_run, cmd_run_usage,
+	{"run", cli_cmd_run, cli_cmd_run_usage,
 	 "run a Python program through maf-launch and serve its host tools"},
-	{"shim", cmd_shim, cmd_shim_usage,
+	{"shim", cli_cmd_shim, cli_cmd_shim_usage,
 	 "print the generated Python shim (maf_host_tools.py)"},
 };
 

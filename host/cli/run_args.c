@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "run.h"
+#include "cli_run.h"
 
 #define DEFAULT_TIMEOUT_MS 60000
 #define DEFAULT_TOOL_TIMEOUT_MS 30000
@@ -370,7 +370,7 @@ static const struct cli_option options[] = {
 	{NULL, NULL, NULL, 0, NULL},
 };
 
-void cmd_run_usage(FILE *f)
+void cli_cmd_run_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: maf-host run [OPTION]... PROGRAM.py [--] [ARG]...\n"
@@ -391,7 +391,7 @@ void cmd_run_usage(FILE *f)
 		"could not be executed / was not found; 2 usage.\n");
 }
 
-void run_args_parse(struct run_args *a, int argc, char **argv)
+void cli_run_args_parse(struct run_args *a, int argc, char **argv)
 {
 	size_t i;
 	int first;
@@ -404,7 +404,7 @@ void run_args_parse(struct run_args *a, int argc, char **argv)
 	if (mafh_registry_new(&a->names) < 0)
 		cli_die(CLI_EXIT_FAILURE, "out of memory");
 
-	first = cli_parse_options(argc, argv, options, a, cmd_run_usage);
+	first = cli_parse_options(argc, argv, options, a, cli_cmd_run_usage);
 	if (!a->guest_program) {
 		if (first >= argc)
 			cli_usage_error("no PROGRAM.py to run (or --guest-program PATH)");
@@ -430,7 +430,7 @@ void run_args_parse(struct run_args *a, int argc, char **argv)
 	a->names = NULL;
 }
 
-void run_args_free(struct run_args *a)
+void cli_run_args_free(struct run_args *a)
 {
 	size_t i, j;
 

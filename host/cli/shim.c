@@ -42,7 +42,7 @@ static const struct cli_option options[] = {
 	{NULL, NULL, NULL, 0, NULL},
 };
 
-void cmd_shim_usage(FILE *f)
+void cli_cmd_shim_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: maf-host shim [--tool NAME]...\n"
@@ -53,7 +53,7 @@ void cmd_shim_usage(FILE *f)
 	cli_print_options(f, options);
 }
 
-int cmd_shim(int argc, char **argv)
+int cli_cmd_shim(int argc, char **argv)
 {
 	struct mafh_registry *reg;
 	struct mafh_error err = {0};
@@ -63,7 +63,7 @@ int cmd_shim(int argc, char **argv)
 
 	if (mafh_registry_new(&reg) < 0)
 		cli_die(CLI_EXIT_FAILURE, "out of memory");
-	first = cli_parse_options(argc, argv, options, reg, cmd_shim_usage);
+	first = cli_parse_options(argc, argv, options, reg, cli_cmd_shim_usage);
 	if (first < argc)
 		cli_usage_error("takes no argument, not '%s'", argv[first]);
 	rc = mafh_shim_source(reg, &text, &len, &err);
