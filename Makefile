@@ -359,6 +359,8 @@ clean:
 		$(BUILD)/maf-launch $(BUILD)/maf-host $(BUILD)/libmafhost.a $(BUILD)/libmafhost.o \
 		$(BUILD)/libmafhost-internal.a $(BUILD)/libmafhost.so* $(BUILD)/docker $(BUILD)/asan $(BUILD)/images
 
+-include guest/docs.mk
+-include host/cli/docs.mk
 -include tests/bench/bench.mk
 -include tests/fuzz/fuzz.mk
 -include tests/demo/demo.mk
