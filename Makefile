@@ -15,6 +15,9 @@ DESTDIR ?=
 BINDIR ?= $(PREFIX)/bin
 LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
+MANDIR ?= $(PREFIX)/share/man
+# Where bash-completion looks for a command's completion by its name (for /usr/local too).
+BASHCOMPLETIONDIR ?= $(PREFIX)/share/bash-completion/completions
 # Where make install puts the Python package: on the interpreter's path for /usr (Debian's
 # dist-packages) and /usr/local; for another PREFIX, name it in PYTHONPATH.
 PYTHON_VERSION = $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
@@ -310,13 +313,26 @@ asan: setup deps
 
 PC_LIBDIR = $(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))
 PC_INCLUDEDIR = $(patsubst $(PREFIX)/%,$${prefix}/%,$(INCLUDEDIR))
-# make install [PREFIX=/usr/local] [DESTDIR=]: the two programs, the library (static and
-# shared), its header, its pkg-config file and the Python package (PYTHONDIR), whose
-# mafhost/_lib/ links to the library installed. The .pc and the link name PREFIX, without
-# DESTDIR.
-install: $(BUILD)/maf-launch $(BUILD)/maf-host $(BUILD)/libmafhost.a $(BUILD)/$(MAFH_SO)
+# The man pages and the bash completions make install puts beside the programs: the
+# launcher's are made by guest/docs.mk, the host's by host/cli/docs.mk.
+INSTALL_MAN1 := $(BUILD)/man/maf-launch.1 $(BUILD)/man/maf-host.1
+INSTALL_MAN3 := $(BUILD)/man/libmafhost.3
+INSTALL_COMPLETIONS := $(BUILD)/completions/maf-launch.bash $(BUILD)/completions/maf-host.bash
+
+# make install [PREFIX=/usr/local] [DESTDIR=]: the two programs, their man pages (MANDIR) and
+# bash completions (BASHCOMPLETIONDIR, each named after its command), the library (static
+# and shared), its header and libmafhost(3), its pkg-config file and the Python package
+# (PYTHONDIR), whose mafhost/_lib/ links to the library installed. The .pc and the link name
+# PREFIX, without DESTDIR.
+install: $(BUILD)/maf-launch $(BUILD)/maf-host $(BUILD)/libmafhost.a $(BUILD)/$(MAFH_SO) \
+	$(INSTALL_MAN1) $(INSTALL_MAN3) $(INSTALL_COMPLETIONS)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)
 	install -m 0755 $(BUILD)/maf-launch $(BUILD)/maf-host $(DESTDIR)$(BINDIR)/
+	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(BASHCOMPLETIONDIR)
+	install -m 0644 $(INSTALL_MAN1) $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 $(INSTALL_MAN3) $(DESTDIR)$(MANDIR)/man3/
+	set -e; for f in $(INSTALL_COMPLETIONS); do \
+		install -m 0644 $$f $(DESTDIR)$(BASHCOMPLETIONDIR)/$$(basename $$f .bash); done
 	install -m 0644 $(BUILD)/libmafhost.a $(DESTDIR)$(LIBDIR)/
 	install -m 0755 $(BUILD)/$(MAFH_SO) $(DESTDIR)$(LIBDIR)/
 	ln -sf $(MAFH_SO) $(DESTDIR)$(LIBDIR)/$(MAFH_SONAME)
@@ -349,7 +365,8 @@ install: $(BUILD)/maf-launch $(BUILD)/maf-host $(BUILD)/libmafhost.a $(BUILD)/$(
 		> mafhost-$(MAFH_VERSION).dist-info/RECORD
 
 # Installs into a fresh prefix and builds tests/install/host.c against the installed files
-# alone, statically and shared (tests/install/check.sh).
+# alone, statically and shared, and checks the man pages and the completions installed
+# (tests/install/check.sh).
 install-check: all
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
 	{ $(MAKE) --no-print-directory install PREFIX=$$tmp/prefix > $$tmp/install.log || \
@@ -365,6 +382,8 @@ clean:
 		$(BUILD)/maf-launch $(BUILD)/maf-host $(BUILD)/libmafhost.a $(BUILD)/libmafhost.o \
 		$(BUILD)/libmafhost-internal.a $(BUILD)/libmafhost.so* $(BUILD)/docker $(BUILD)/asan $(BUILD)/images
 
+-include guest/docs.mk
+-include host/cli/docs.mk
 -include tests/bench/bench.mk
 -include tests/fuzz/fuzz.mk
 -include tests/demo/demo.mk

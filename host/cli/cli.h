@@ -1,9 +1,12 @@
-/* maf-host: the CLI over libmafhost. main.c dispatches; options.c parses a command's options
- * and prints its help, from one table; run.c and shim.c are the commands (run_args.c parses
- * run's argv, events.c prints a run's events); report.c prints a run's result; tools.c runs
- * the host's tools. */
-#ifndef MAFH_CLI_H
-#define MAFH_CLI_H
+/* maf-host: the CLI over libmafhost. main.c dispatches; commands.c is maf-host's table: its
+ * commands, each with its synopsis, description and options (whose rows live beside their
+ * setters, in run_args.c and shim.c), its exit codes and environment; from it options.c
+ * parses a command's options and prints its help, and gen/docgen.c writes the man page and
+ * the bash completion. run.c and shim.c are the commands (run_args.c parses run's argv,
+ * events.c prints a run's events); report.c prints a run's result; tools.c runs the host's
+ * tools. */
+#ifndef CLI_H
+#define CLI_H
 
 #include <stdio.h>
 
@@ -26,8 +29,8 @@ __attribute__((noreturn, format(printf, 2, 3))) void cli_die(int code, const cha
 /* The sentence of a library error: its message, else the name of its code (borrowed). */
 const char *cli_sentence(const struct mafh_error *err, int code);
 
-/* One option of a command. A command's table is both its parser and its help, so the two
- * cannot drift. */
+/* One option of a command. A command's table is its parser, its help, its part of the man
+ * page and of the completion, so none can drift. */
 struct cli_option {
 	const char *name;          /* "--timeout"; NULL for a heading (help is its text) */
 	const char *arg;           /* the value's name in the help ("S"); NULL for a flag */
@@ -38,23 +41,59 @@ struct cli_option {
 	const char *help;          /* one paragraph: wrapped when printed */
 };
 
-/* Parses the options in argv[1..] against table (ended by a row of NULLs): --name VALUE,
- * --name=VALUE, or --name for a flag. Stops at the first operand (returns its index, argc if
- * none) or after "--". --help and -h print usage on stdout and exit 0; an unknown option, a
- * missing value or a value given to a flag is a usage error. */
-int cli_parse_options(int argc, char **argv, const struct cli_option *table, void *ctx,
-		      void (*usage)(FILE *f));
-/* Prints the table as help lines: each option with its value, its help wrapped beside it. */
-void cli_print_options(FILE *f, const struct cli_option *table);
+/* A command of maf-host, or maf-host itself (cli_program). */
+struct cli_command {
+	const char *name;          /* "run"; "maf-host" for cli_program */
+	const char *summary;       /* one line: in maf-host --help, and the man page's NAME */
+	/* The usage lines after "maf-host NAME " ("[OPTION]... PROGRAM.py [--] [ARG]..."),
+	 * NULL-terminated. */
+	const char *const *synopsis;
+	const char *description;   /* paragraphs separated by '\n', wrapped when printed */
+	/* Ended by a row of NULLs; NULL for a command without options (help). */
+	const struct cli_option *options;
+	int exit_codes;            /* its help ends with cli_exit_codes */
+	/* Runs the command with argv[0] its name; NULL for help, which main.c does. */
+	int (*fn)(int argc, char **argv);
+};
+
+/* A row of a list in the man page (exit codes, environment); ended by a NULL text. */
+struct cli_entry {
+	const char *name;
+	const char *text;
+};
+
+extern const struct cli_command cli_program;
+extern const struct cli_command cli_command_run, cli_command_shim, cli_command_help;
+/* The commands in the order maf-host --help lists them, NULL-terminated. */
+extern const struct cli_command *const cli_commands[];
+/* maf-host's own options (--help, --version), and each command's. */
+extern const struct cli_option cli_program_options[];
+extern const struct cli_option cli_run_options[];
+extern const struct cli_option cli_shim_options[];
+/* The exit codes: a row without a name is the program's own, passed on. */
+extern const struct cli_entry cli_exit_codes[];
+/* The environment variables maf-host and the library read. */
+extern const struct cli_entry cli_environment[];
+
+/* The command called name, or NULL. */
+const struct cli_command *cli_find_command(const char *name);
+
+/* Parses the options in argv[1..] against cmd's table: --name VALUE, --name=VALUE, or --name
+ * for a flag. Stops at the first operand (returns its index, argc if none) or after "--".
+ * --help and -h print cmd's help on stdout and exit 0; an unknown option, a missing value or
+ * a value given to a flag is a usage error. */
+int cli_parse_options(int argc, char **argv, const struct cli_command *cmd, void *ctx);
+/* Prints cmd's help (cli_program: maf-host --help): its usage lines, its description, its
+ * options (each with its value, its help wrapped beside it), and the exit codes if it says
+ * so. */
+void cli_print_help(FILE *f, const struct cli_command *cmd);
 
 /* Length of the valid UTF-8 sequence at s[0..len) (len > 0), or 0 if it is not one
  * (overlongs, surrogates and code points past U+10FFFF are not). */
 size_t cli_utf8_seq(const unsigned char *s, size_t len);
 
-int cmd_run(int argc, char **argv);
-int cmd_shim(int argc, char **argv);
-void cmd_run_usage(FILE *f);
-void cmd_shim_usage(FILE *f);
+int cli_cmd_run(int argc, char **argv);
+int cli_cmd_shim(int argc, char **argv);
 
 /* What report.c prints beside the library's result. */
 struct cli_report {

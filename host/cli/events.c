@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "run.h"
+#include "cli_run.h"
 
 #define DETAIL_INDENT "    "
 #define DETAIL_LINES 64          /* lines of a detail shown */
@@ -71,7 +71,7 @@ static const char *plural(long long n)
 	return n == 1 ? "" : "s";
 }
 
-void run_events_print(const struct mafh_event *ev, void *ud)
+void cli_run_events_print(const struct mafh_event *ev, void *ud)
 {
 	const struct run_events *e = ud;
 	char *text = NULL;

@@ -67,8 +67,7 @@ static const struct cli_option *find_option(const struct cli_option *table, cons
 	return NULL;
 }
 
-int cli_parse_options(int argc, char **argv, const struct cli_option *table, void *ctx,
-		      void (*usage)(FILE *f))
+int cli_parse_options(int argc, char **argv, const struct cli_command *cmd, void *ctx)
 {
 	int i;
 
@@ -84,12 +83,12 @@ int cli_parse_options(int argc, char **argv, const struct cli_option *table, voi
 		if (strcmp(a, "-h") == 0)
 			a = "--help";
 		n = strcspn(a, "=");
-		opt = find_option(table, a, n);
+		opt = cmd->options ? find_option(cmd->options, a, n) : NULL;
 		if (!opt)
 			cli_usage_error("unknown option '%s'", a);
 		/* The one row without a setter is --help. */
 		if (!opt->set) {
-			usage(stdout);
+			cli_print_help(stdout, cmd);
 			exit(0);
 		}
 		if (!opt->arg) {
@@ -108,30 +107,37 @@ int cli_parse_options(int argc, char **argv, const struct cli_option *table, voi
 }
 
 /* Prints text wrapped into lines shorter than HELP_WIDTH, the first starting at column col
- * (where the cursor is), the rest at HELP_INDENT. */
-static void print_wrapped(FILE *f, const char *text, size_t col)
+ * (where the cursor is), the rest at column indent. A '\n' in text starts a paragraph, after
+ * an empty line. */
+static void print_wrapped(FILE *f, const char *text, size_t col, size_t indent)
 {
 	while (*text) {
-		size_t room = HELP_WIDTH - 1 - col, n = strlen(text), cut = n;
+		size_t room = HELP_WIDTH - 1 - col, n = strcspn(text, "\n"), cut = n;
 
 		if (n > room) {
 			/* The last space that fits; a word longer than a line is left whole. */
 			for (cut = room; cut > 0 && text[cut] != ' '; cut--)
 				;
 			if (cut == 0)
-				cut = strcspn(text, " ");
+				cut = strcspn(text, " \n");
 		}
 		fprintf(f, "%.*s\n", (int)cut, text);
 		text += cut;
 		while (*text == ' ')
 			text++;
+		if (*text == '\n') {
+			text++;
+			fputc('\n', f);
+		}
 		if (*text)
-			fprintf(f, "%*s", HELP_INDENT, "");
-		col = HELP_INDENT;
+			fprintf(f, "%*s", (int)indent, "");
+		col = indent;
 	}
 }
 
-void cli_print_options(FILE *f, const struct cli_option *o)
+/* Each option with its value, its help wrapped beside it from column col; a heading after an
+ * empty line. */
+static void print_options(FILE *f, const struct cli_option *o, int col)
 {
 	for (; o->name || o->help; o++) {
 		int n;
@@ -142,11 +148,60 @@ void cli_print_options(FILE *f, const struct cli_option *o)
 		}
 		n = fprintf(f, "  %s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
 		/* An option too wide for its column has its help on the next line. */
-		if (n + 2 > HELP_INDENT) {
-			fprintf(f, "\n%*s", HELP_INDENT, "");
+		if (n + 2 > col) {
+			fprintf(f, "\n%*s", col, "");
 		} else {
-			fprintf(f, "%*s", HELP_INDENT - n, "");
+			fprintf(f, "%*s", col - n, "");
 		}
-		print_wrapped(f, o->help, HELP_INDENT);
+		print_wrapped(f, o->help, (size_t)col, (size_t)col);
+	}
+}
+
+/* The column of maf-host's own options' help: just past the widest. */
+static int program_column(void)
+{
+	const struct cli_option *o;
+	int col = 0;
+
+	for (o = cli_program_options; o->name || o->help; o++)
+		if (o->name && (int)strlen(o->name) + 4 > col)
+			col = (int)strlen(o->name) + 4;
+	return col < HELP_INDENT ? col : HELP_INDENT;
+}
+
+void cli_print_help(FILE *f, const struct cli_command *cmd)
+{
+	const struct cli_command *const *c;
+	const struct cli_entry *e;
+	size_t i;
+
+	for (i = 0; cmd->synopsis[i]; i++)
+		fprintf(f, "%s maf-host%s%s %s\n", i ? "      " : "usage:",
+			cmd == &cli_program ? "" : " ", cmd == &cli_program ? "" : cmd->name,
+			cmd->synopsis[i]);
+	fputc('\n', f);
+	print_wrapped(f, cmd->description, 0, 0);
+	if (cmd == &cli_program) {
+		fprintf(f, "\nCommands:\n");
+		for (c = cli_commands; *c; c++)
+			fprintf(f, "  %-6s %s\n", (*c)->name, (*c)->summary);
+	}
+	if (cmd->options)
+		print_options(f, cmd->options, cmd == &cli_program ? program_column() : HELP_INDENT);
+	if (cmd == &cli_program)
+		fprintf(f, "\nEach command's options: maf-host COMMAND --help\n");
+	if (cmd->exit_codes) {
+		char text[1024];
+		size_t n = 0;
+
+		/* One sentence, the codes in the table's order. */
+		for (e = cli_exit_codes; e->text && n < sizeof(text); e++)
+			n += (size_t)snprintf(text + n, sizeof(text) - n, "%s%s%s%s",
+					      e == cli_exit_codes ? "Exit codes: " : "; ",
+					      e->name ? e->name : "", e->name ? " " : "", e->text);
+		if (n < sizeof(text))
+			snprintf(text + n, sizeof(text) - n, ".");
+		fputc('\n', f);
+		print_wrapped(f, text, 0, 0);
 	}
 }

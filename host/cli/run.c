@@ -18,8 +18,8 @@
 #include "cli.h"
 #include "mafhost.h"
 #include "protocol.h"
-#include "run.h"
-#include "tools.h"
+#include "cli_run.h"
+#include "cli_tools.h"
 
 #define PROGRAM_MAX (16u << 20)         /* bytes of PROGRAM.py we upload */
 #define SERVER_LINE_SLACK 4096          /* an answer line's bytes beyond the value's cap */
@@ -87,11 +87,11 @@ static int answer(struct tool_answer *a, struct mafh_reply *reply)
 		mafh_reply_note(reply, a->note, a->note_len);
 	if (a->refusal) {
 		rc = mafh_reply_refuse(reply, a->refusal);
-		tool_answer_clear(a);
+		cli_tool_answer_clear(a);
 		return rc;
 	}
 	text = cJSON_PrintUnformatted(a->value);
-	tool_answer_clear(a);
+	cli_tool_answer_clear(a);
 	if (!text)
 		return MAFH_ENOMEM;
 	rc = mafh_reply_value(reply, text, strlen(text));
@@ -116,16 +116,16 @@ static int tool_fn(const struct mafh_call *call, struct mafh_reply *reply, void 
 
 		if (!args)
 			return MAFH_ENOMEM;
-		rc = tools_server_call(s->server, t->name, args, ms, &a);
+		rc = cli_tools_server_call(s->server, t->name, args, ms, &a);
 		cJSON_Delete(args);
 		if (rc < 0)
 			return MAFH_ENOMEM;
-		if (tools_server_error(s->server) && !s->server_error[0] && !tools_cancel)
+		if (cli_tools_server_error(s->server) && !s->server_error[0] && !cli_tools_cancel)
 			snprintf(s->server_error, sizeof(s->server_error), "%s",
-				 tools_server_error(s->server));
+				 cli_tools_server_error(s->server));
 		return answer(&a, reply);
 	}
-	if (tool_command_call(t->name, t->command, call->arguments, s->response_max, ms,
+	if (cli_tool_command_call(t->name, t->command, call->arguments, s->response_max, ms,
 			      &a) < 0)
 		return MAFH_ENOMEM;
 	return answer(&a, reply);
@@ -357,7 +357,7 @@ static void build_run_options(struct run_cmd *c)
 	o->keep_run_dir = a->keep_run_dir;
 	o->write_shim = 1;
 	if (a->verbose) {
-		o->on_event = run_events_print;
+		o->on_event = cli_run_events_print;
 		o->event_ud = &c->events;
 	}
 	o->egress = a->egress;
@@ -392,7 +392,7 @@ static void on_stop_signal(int sig)
 	int saved = errno;
 	char c = (char)sig;
 
-	tools_cancel = 1;
+	cli_tools_cancel = 1;
 
 	if (write(stop_pipe[1], &c, 1) < 0) {
 		/* Nothing to do: the pipe is full or gone, the run is already stopping. */
@@ -429,7 +429,7 @@ static char *make_docker_run_dir(struct run_cmd *c)
 	rc = mafh_backend_docker_mkdtemp(c->docker, dir, &err);
 	if (rc < 0) {
 		if (c->serve.server)
-			tools_server_free(c->serve.server);
+			cli_tools_server_free(c->serve.server);
 		cli_die(CLI_EXIT_FAILURE, "cannot make a run directory in the container %s: %s",
 			c->args.container, cli_sentence(&err, rc));
 	}
@@ -496,7 +496,7 @@ static void run_start(struct run_cmd *c)
 	if (a->server_command) {
 		char why[256];
 
-		c->serve.server = tools_server_start(a->server_command,
+		c->serve.server = cli_tools_server_start(a->server_command,
 						     c->serve.response_max + SERVER_LINE_SLACK,
 						     why, sizeof(why));
 		if (!c->serve.server)
@@ -517,7 +517,7 @@ static void run_start(struct run_cmd *c)
 	rc = mafh_run_new(c->reg, c->backend, &c->opts, &c->run, &err);
 	if (rc < 0) {
 		if (c->serve.server)
-			tools_server_free(c->serve.server);
+			cli_tools_server_free(c->serve.server);
 		if (c->docker)
 			cli_warn("the empty run directory %s is left in the container %s",
 				 c->run_dir, a->container);
@@ -563,10 +563,10 @@ static void run_drive(struct run_cmd *c)
 			pthread_join(watcher, NULL);
 	}
 	if (s->server) {
-		if (tools_server_error(s->server) && !s->server_error[0] && !tools_cancel)
+		if (cli_tools_server_error(s->server) && !s->server_error[0] && !cli_tools_cancel)
 			snprintf(s->server_error, sizeof(s->server_error), "%s",
-				 tools_server_error(s->server));
-		tools_server_free(s->server);
+				 cli_tools_server_error(s->server));
+		cli_tools_server_free(s->server);
 		s->server = NULL;
 	}
 }
@@ -681,7 +681,7 @@ static void run_cmd_free(struct run_cmd *c)
 	mafh_run_free(c->run);
 	mafh_backend_free(c->backend);
 	mafh_registry_free(c->reg);
-	run_args_free(&c->args);
+	cli_run_args_free(&c->args);
 	free(c->prog_argv);
 	free(c->prog_file);
 	free(c->run_dir);
@@ -689,14 +689,14 @@ static void run_cmd_free(struct run_cmd *c)
 	free(c->program);
 }
 
-int cmd_run(int argc, char **argv)
+int cli_cmd_run(int argc, char **argv)
 {
 	struct run_cmd c;
 	int code;
 
 	memset(&c, 0, sizeof(c));
 	/* Parse: the command line into options, each value as far as the CLI alone knows it. */
-	run_args_parse(&c.args, argc, argv);
+	cli_run_args_parse(&c.args, argc, argv);
 	/* Build: the library judges the rest as the registry and the run options are made. */
 	build_registry(&c);
 	build_backend(&c);

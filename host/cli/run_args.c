@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "run.h"
+#include "cli_run.h"
 
 #define DEFAULT_TIMEOUT_MS 60000
 #define DEFAULT_TOOL_TIMEOUT_MS 30000
@@ -271,7 +271,7 @@ static void set_writable(void *ctx, const struct cli_option *opt, const char *v)
 
 #define AT(field) offsetof(struct run_args, field)
 
-static const struct cli_option options[] = {
+const struct cli_option cli_run_options[] = {
 	{NULL, NULL, NULL, 0, "The program:"},
 	{"--guest-program", "PATH", set_path, AT(guest_program),
 	 "run PATH, a program already in the sandbox (any language), with the ARGs after it, "
@@ -370,28 +370,7 @@ static const struct cli_option options[] = {
 	{NULL, NULL, NULL, 0, NULL},
 };
 
-void cmd_run_usage(FILE *f)
-{
-	fprintf(f,
-		"usage: maf-host run [OPTION]... PROGRAM.py [--] [ARG]...\n"
-		"       maf-host run [OPTION]... --guest-program PATH [--] [ARG]...\n"
-		"\n"
-		"Runs PROGRAM.py with python3 through maf-launch (contained: seccomp, Landlock,\n"
-		"egress closed by default) in a fresh run directory, serves its host-tool calls\n"
-		"with the tools given below, then prints the program's output and exits with the\n"
-		"program's exit code. In the program, `from maf_host_tools import call,\n"
-		"HostToolError`; call(\"NAME\", key=value, ...) returns the tool's JSON value or\n"
-		"raises HostToolError with the refusal. With --guest-program, the program is one\n"
-		"already in the sandbox, and nothing is uploaded.\n");
-	cli_print_options(f, options);
-	fprintf(f,
-		"\n"
-		"Exit codes: the program's exit code (128+N when killed by signal N); 124 the run\n"
-		"timed out; 125 maf-host, the backend or the launcher failed; 126/127 the program\n"
-		"could not be executed / was not found; 2 usage.\n");
-}
-
-void run_args_parse(struct run_args *a, int argc, char **argv)
+void cli_run_args_parse(struct run_args *a, int argc, char **argv)
 {
 	size_t i;
 	int first;
@@ -404,7 +383,7 @@ void run_args_parse(struct run_args *a, int argc, char **argv)
 	if (mafh_registry_new(&a->names) < 0)
 		cli_die(CLI_EXIT_FAILURE, "out of memory");
 
-	first = cli_parse_options(argc, argv, options, a, cmd_run_usage);
+	first = cli_parse_options(argc, argv, &cli_command_run, a);
 	if (!a->guest_program) {
 		if (first >= argc)
 			cli_usage_error("no PROGRAM.py to run (or --guest-program PATH)");
@@ -430,7 +409,7 @@ void run_args_parse(struct run_args *a, int argc, char **argv)
 	a->names = NULL;
 }
 
-void run_args_free(struct run_args *a)
+void cli_run_args_free(struct run_args *a)
 {
 	size_t i, j;
 

@@ -33,7 +33,7 @@ static void set_tool(void *ctx, const struct cli_option *opt, const char *spec)
 	free(name);
 }
 
-static const struct cli_option options[] = {
+const struct cli_option cli_shim_options[] = {
 	{NULL, NULL, NULL, 0, "Options:"},
 	{"--tool", "NAME", set_tool, 0,
 	 "a tool to make a wrapper for (NAME=COMMAND is accepted as in run; the COMMAND is "
@@ -42,18 +42,7 @@ static const struct cli_option options[] = {
 	{NULL, NULL, NULL, 0, NULL},
 };
 
-void cmd_shim_usage(FILE *f)
-{
-	fprintf(f,
-		"usage: maf-host shim [--tool NAME]...\n"
-		"\n"
-		"Prints the generated Python shim (maf_host_tools.py) on stdout: call(name,\n"
-		"**arguments), HostToolError, and one wrapper function per tool whose name is a\n"
-		"valid Python identifier.\n");
-	cli_print_options(f, options);
-}
-
-int cmd_shim(int argc, char **argv)
+int cli_cmd_shim(int argc, char **argv)
 {
 	struct mafh_registry *reg;
 	struct mafh_error err = {0};
@@ -63,7 +52,7 @@ int cmd_shim(int argc, char **argv)
 
 	if (mafh_registry_new(&reg) < 0)
 		cli_die(CLI_EXIT_FAILURE, "out of memory");
-	first = cli_parse_options(argc, argv, options, reg, cmd_shim_usage);
+	first = cli_parse_options(argc, argv, &cli_command_shim, reg);
 	if (first < argc)
 		cli_usage_error("takes no argument, not '%s'", argv[first]);
 	rc = mafh_shim_source(reg, &text, &len, &err);

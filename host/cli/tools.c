@@ -13,15 +13,15 @@
 
 #include "cli.h"
 #include "protocol.h"
-#include "tools.h"
+#include "cli_tools.h"
 
 #define STDERR_KEEP TOOL_NOTE_MAX /* bytes of a tool's stderr kept for its refusal's note */
 #define NOTE_TAIL 64            /* a note's room for a part's heading and its count */
 #define REFUSAL_MAX 1000        /* bytes of a sentence taken from a tool */
-#define SLICE_MS 100            /* how often a waiting call looks at tools_cancel */
+#define SLICE_MS 100            /* how often a waiting call looks at cli_tools_cancel */
 #define LINGER_MS 200           /* pipes held open past the shell's exit */
 
-volatile sig_atomic_t tools_cancel;
+volatile sig_atomic_t cli_tools_cancel;
 
 /* A growable buffer with a cap: past the cap is an error, never a silent truncation. */
 struct buf {
@@ -39,7 +39,7 @@ static long long mono_ms(void)
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-void tool_answer_clear(struct tool_answer *a)
+void cli_tool_answer_clear(struct tool_answer *a)
 {
 	cJSON_Delete(a->value);
 	free(a->refusal);
@@ -273,7 +273,7 @@ static const char *status_words(int st, char *buf, size_t size)
 	return buf;
 }
 
-int tool_command_call(const char *name, const char *command, const char *args_json,
+int cli_tool_command_call(const char *name, const char *command, const char *args_json,
 		      size_t out_max, long long timeout_ms, struct tool_answer *a)
 {
 	struct child c;
@@ -302,7 +302,7 @@ int tool_command_call(const char *name, const char *command, const char *args_js
 			timed_out = 1;
 			break;
 		}
-		if (tools_cancel) {
+		if (cli_tools_cancel) {
 			cancelled = 1;
 			break;
 		}
@@ -425,7 +425,7 @@ struct tools_server {
 	char error[512];
 };
 
-struct tools_server *tools_server_start(const char *command, size_t line_max, char *err,
+struct tools_server *cli_tools_server_start(const char *command, size_t line_max, char *err,
 					size_t err_size)
 {
 	struct tools_server *s = calloc(1, sizeof(*s));
@@ -445,7 +445,7 @@ struct tools_server *tools_server_start(const char *command, size_t line_max, ch
 	return s;
 }
 
-const char *tools_server_error(const struct tools_server *s)
+const char *cli_tools_server_error(const struct tools_server *s)
 {
 	return s && s->error[0] ? s->error : NULL;
 }
@@ -507,7 +507,7 @@ static int write_line(struct tools_server *s, const char *line, size_t len, long
 		ssize_t n;
 		int r;
 
-		if (tools_cancel)
+		if (cli_tools_cancel)
 			return -5;
 		n = write(s->c.in, line + off, len - off);
 		if (n > 0) {
@@ -548,7 +548,7 @@ static int read_line(struct tools_server *s, char **line, size_t *len, long long
 			return -3;
 		}
 		left = deadline - mono_ms();
-		if (left <= 0 || tools_cancel) {
+		if (left <= 0 || cli_tools_cancel) {
 			free(b.data);
 			return left <= 0 ? -2 : -5;
 		}
@@ -600,7 +600,7 @@ static int read_line(struct tools_server *s, char **line, size_t *len, long long
 	return 0;
 }
 
-int tools_server_call(struct tools_server *s, const char *name, const cJSON *args,
+int cli_tools_server_call(struct tools_server *s, const char *name, const cJSON *args,
 		      long long timeout_ms, struct tool_answer *a)
 {
 	cJSON *req = NULL, *resp = NULL, *id, *value, *refusal;
@@ -714,7 +714,7 @@ out:
 	return rc;
 }
 
-void tools_server_free(struct tools_server *s)
+void cli_tools_server_free(struct tools_server *s)
 {
 	int i;
 

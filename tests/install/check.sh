@@ -1,7 +1,8 @@
 #!/bin/sh
 # make install-check: builds host.c against an installed libmafhost alone (PREFIX, found
 # through its pkg-config file), linked statically and shared, runs both, and checks what the
-# shared library exports and that the header compiles by itself.
+# shared library exports and that the header compiles by itself; then that the man pages
+# render without a warning and the bash completions load and complete.
 # usage: check.sh PREFIX WORKDIR   (CC from the environment, default cc)
 set -eu
 prefix=$1
@@ -98,4 +99,51 @@ got=$(cd "$work" && PYTHONPATH="$PYTHONDIR" "${PYTHON:-python3}" -c \
 	fail "importlib.metadata does not know the installed mafhost"
 [ "${got% *}" = "$(pc --modversion)" ] || fail "the installed mafhost's metadata says: $got"
 echo "install-check: importlib.metadata: mafhost ${got% *}, ${got#* } files"
+# The man pages: each installed where man finds it, rendered by man and by groff with every
+# warning on, and none given.
+command -v man >/dev/null && command -v groff >/dev/null ||
+	fail "man or groff is not installed (make setup)"
+for page in man1/maf-launch.1 man1/maf-host.1 man3/libmafhost.3; do
+	f="$prefix/share/man/$page"
+	[ -f "$f" ] || fail "no $page under $prefix/share/man"
+	name=$(basename "$page")
+	warn=$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -l "$f" 2>&1 >/dev/null) ||
+		fail "man -l $page exited $?: $warn"
+	[ -z "$warn" ] || fail "man --warnings -l $page: $warn"
+	warn=$(groff -man -ww -z "$f" 2>&1) || fail "groff -man $page exited $?: $warn"
+	[ -z "$warn" ] || fail "groff -man -ww $page: $warn"
+	# Found by name through MANPATH, as a user reads it.
+	title=$(MANPATH="$prefix/share/man" MANWIDTH=80 man -P cat "${name%.*}" 2>/dev/null |
+		head -n 1) || fail "man ${name%.*} does not find $page"
+	printf '%s' "$title" | grep -qi "${name%.*}" || fail "man ${name%.*} shows: $title"
+	echo "install-check: $page renders without a warning ($(LC_ALL=C.UTF-8 MANWIDTH=80 \
+		man -l "$f" 2>/dev/null | wc -l) lines)"
+done
+
+# The completions: each file defines its command's completion, and bash-completion's own
+# loader finds it under the prefix by the command's name.
+for cmd in maf-launch maf-host; do
+	f="$prefix/share/bash-completion/completions/$cmd"
+	[ -f "$f" ] || fail "no completion $f"
+	out=$(bash -c '. "$1" && complete -p "$2"' sh "$f" "$cmd" 2>&1) ||
+		fail "$f does not define the completion of $cmd: $out"
+	fn=$(printf '%s\n' "$out" | sed -n 's/.* -F \([^ ]*\) .*/\1/p')
+	[ -n "$fn" ] && bash -c '. "$1" && declare -F "$2" >/dev/null' sh "$f" "$fn" ||
+		fail "$f: complete -p $cmd is '$out', with no function it defines"
+	if [ -f /usr/share/bash-completion/bash_completion ]; then
+		out=$(XDG_DATA_DIRS="$prefix/share" BASH_COMPLETION_USER_DIR="$work/none" bash -c \
+			'. /usr/share/bash-completion/bash_completion &&
+			 __load_completion "$1" && complete -p "$1"' sh "$cmd" 2>&1) ||
+			fail "bash-completion does not load $cmd's completion from $prefix: $out"
+	fi
+	echo "install-check: completion of $cmd: $out"
+done
+# maf-host's completes its commands and their options.
+got=$(bash -c '. "$1"; COMP_WORDS=(maf-host ""); COMP_CWORD=1; _maf_host
+	echo "${COMPREPLY[*]}"; COMP_WORDS=(maf-host run --trans); COMP_CWORD=2; _maf_host
+	echo "${COMPREPLY[*]}"' sh "$prefix/share/bash-completion/completions/maf-host")
+[ "$got" = "$(printf 'run shim help\n--transport')" ] ||
+	fail "maf-host's completion offers: $got"
+echo "install-check: maf-host <TAB>: $(echo "$got" | head -n 1); maf-host run --trans<TAB>:" \
+	"$(echo "$got" | tail -n 1)"
 echo "install-check: ok"

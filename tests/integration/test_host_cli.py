@@ -7,12 +7,6 @@ import pytest
 
 from conftest import HOST, LAUNCHER, host_run, host_tool, probe
 
-RUN_OPTIONS = ["--tool", "--tools-server", "--param", "--tool-timeout", "--timeout",
-               "--max-calls", "--max-output-bytes", "--max-response-bytes", "--backend",
-               "--simulate-latency-ms", "--transport", "--egress", "--seccomp", "--landlock",
-               "--keep-run-dir", "--json", "--summary", "--verbose", "--help", "--launcher",
-               "--guest-program"]
-
 
 def mh(*args, **kw):
     return subprocess.run([str(HOST), *args], capture_output=True, timeout=60, **kw)
@@ -24,10 +18,9 @@ def test_help_lists_every_option(host):
     text = p.stdout.decode()
     assert "--help" in text and "--version" in text
     assert "run" in text and "shim" in text
+    # Each command's options, against the table they are printed from: test_host_docs.py.
     p = mh("run", "--help")
-    assert p.returncode == 0
-    for opt in RUN_OPTIONS:
-        assert opt in p.stdout.decode(), opt
+    assert p.returncode == 0 and "--tools-server" in p.stdout.decode()
     p = mh("shim", "--help")
     assert p.returncode == 0 and "--tool" in p.stdout.decode()
 

@@ -1,8 +1,8 @@
 /* maf-host run, in steps: run_args.c parses argv into struct run_args; run.c builds the
  * registry, the backend and the run options from it, runs, and reports; events.c prints the
  * run's events for --verbose. */
-#ifndef MAFH_CLI_RUN_H
-#define MAFH_CLI_RUN_H
+#ifndef CLI_RUN_H
+#define CLI_RUN_H
 
 #include <stdio.h>
 
@@ -68,15 +68,15 @@ struct run_args {
 	struct mafh_registry *names;
 };
 
-/* Fills *a from argv (argv[0] is "run"); a usage error exits 2. Free with run_args_free. */
-void run_args_parse(struct run_args *a, int argc, char **argv);
-void run_args_free(struct run_args *a);
+/* Fills *a from argv (argv[0] is "run"); a usage error exits 2. Free with cli_run_args_free. */
+void cli_run_args_parse(struct run_args *a, int argc, char **argv);
+void cli_run_args_free(struct run_args *a);
 
 /* A mafh_event_fn for --verbose: one line on stderr per event (a refusal's detail on the
  * lines after it). ud is a struct run_events. */
 struct run_events {
 	const struct mafh_run_result *res;   /* the run's result once made, for the counts */
 };
-void run_events_print(const struct mafh_event *ev, void *ud);
+void cli_run_events_print(const struct mafh_event *ev, void *ud);
 
 #endif
