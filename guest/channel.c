@@ -23,7 +23,7 @@
 #endif
 
 /* Calls taken from one connection per wake: the rest of what it sent waits, in its buffer
- * or in the socket, for the next turn of the supervisor's loop (channel_pollfds asks for one
+ * or in the socket, for the next turn of the supervisor's loop (mafl_channel_pollfds asks for one
  * at once), so a connection that streams calls holds up neither the timer nor the others. */
 #define CONN_CALLS_PER_WAKE 16
 
@@ -238,8 +238,8 @@ static void lost(struct channel *c, long n)
 		c->lost[c->nlost++] = n;
 }
 
-int channel_parse_call(const char *line, size_t len, cJSON **root, struct channel_call *call,
-		       char *why, size_t why_size)
+int mafl_channel_parse_call(const char *line, size_t len, cJSON **root, struct channel_call *call,
+			    char *why, size_t why_size)
 {
 	cJSON *o, *nm, *args, *rq;
 	const cJSON *id;
@@ -365,8 +365,8 @@ static long claim_number(struct channel *c)
 				continue;
 			c->claim_src = 0;
 		}
-		fd = openat(c->calls_dir, fname, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-			    0666);
+		fd = openat(c->calls_dir, fname,
+			    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
 		if (fd >= 0) {
 			close(fd);
 			c->next_n = n + 1;
@@ -404,7 +404,7 @@ static int reuse_spare(struct channel *c, const char *fname, const char *req, si
 
 static void handle_inotify(struct channel *c, int paced);
 
-void channel_set_witness(struct channel *c, pid_t witness)
+void mafl_channel_set_witness(struct channel *c, pid_t witness)
 {
 	if (c)
 		c->witness = witness;
@@ -435,7 +435,7 @@ static void handle_call(struct channel *c, int i, const char *line, size_t len)
 	size_t j, body_len;
 	long n;
 
-	if (channel_parse_call(line, len, &root, &call, why, sizeof(why)) < 0) {
+	if (mafl_channel_parse_call(line, len, &root, &call, why, sizeof(why)) < 0) {
 		refuse(c, i, call.id, why);
 		goto out;
 	}
@@ -482,14 +482,14 @@ static void handle_call(struct channel *c, int i, const char *line, size_t len)
 		body_len = req ? strlen(req) : 0;
 	}
 	if (!body || (reuse_spare(c, fname, body, body_len) < 0 &&
-		      publish_at(c->calls_dir, fname, body, body_len, 0) < 0)) {
+		      mafl_publish_at(c->calls_dir, fname, body, body_len, 0) < 0)) {
 		char *ab = mafp_request_encode_abandoned(n);
 
 		snprintf(why, sizeof(why), "cannot publish the request: %s",
 			 body ? strerror(errno) : "out of memory");
 		/* Let the host step over the hole, as the upstream shim does. */
 		if (ab)
-			publish_at(c->calls_dir, fname, ab, strlen(ab), 0);
+			mafl_publish_at(c->calls_dir, fname, ab, strlen(ab), 0);
 		free(ab);
 		free(req);
 		refuse(c, i, id, why);
@@ -510,13 +510,13 @@ static void handle_call(struct channel *c, int i, const char *line, size_t len)
 		handle_inotify(c, 0);
 	} else {
 		c->look_step = LOOK_MIN_MS;
-		c->look_at = now_ms() + LOOK_MIN_MS;
+		c->look_at = mafl_now_ms() + LOOK_MIN_MS;
 	}
 out:
 	cJSON_Delete(root);
 }
 
-void channel_file_state_of(struct channel_file_state *fs, const struct stat *st)
+void mafl_channel_file_state_of(struct channel_file_state *fs, const struct stat *st)
 {
 	memset(fs, 0, sizeof(*fs));
 	fs->dev = (uint64_t)st->st_dev;
@@ -539,9 +539,9 @@ static int file_state_same(const struct channel_file_state *a,
 	       a->ctime_sec == b->ctime_sec && a->ctime_nsec == b->ctime_nsec;
 }
 
-enum channel_look channel_look_decide(const struct channel_file_state *failed,
-				      const struct channel_file_state *cur, long long now_ms,
-				      long long retry_at_ms)
+enum channel_look mafl_channel_look_decide(const struct channel_file_state *failed,
+					   const struct channel_file_state *cur, long long now_ms,
+					   long long retry_at_ms)
 {
 	if (!failed)
 		return CHANNEL_LOOK_NOW;
@@ -589,7 +589,7 @@ static size_t look(struct channel *c, struct call *k)
 	char fname[48], *buf = NULL, *line;
 	struct stat st;
 	ssize_t got = 0;
-	long long start = now_ms(), cost;
+	long long start = mafl_now_ms(), cost;
 	int fd;
 
 	mafp_call_file_name(fname, sizeof(fname), k->n, MAFP_SUFFIX_RESPONSE);
@@ -621,7 +621,7 @@ static size_t look(struct channel *c, struct call *k)
 	if (got < 0 && errno == EINTR)
 		got = 0;
 	if (got >= 0 && got < st.st_size) {
-		ssize_t more = read_full(fd, buf + got, (size_t)(st.st_size + 1 - got));
+		ssize_t more = mafl_read_full(fd, buf + got, (size_t)(st.st_size + 1 - got));
 
 		got = more < 0 ? -1 : got + more;
 	}
@@ -659,9 +659,9 @@ done:
 	goto out;
 failed:
 	k->failed = 1;
-	channel_file_state_of(&k->seen, &st);
+	mafl_channel_file_state_of(&k->seen, &st);
 	if (got != 0) {
-		long long end = now_ms();
+		long long end = mafl_now_ms();
 
 		cost = (end - start) * RETRY_COST_FACTOR;
 		c->retry_at = end + (cost > MAFL_CHANNEL_RETRY_MS ? cost : MAFL_CHANNEL_RETRY_MS);
@@ -682,7 +682,7 @@ out:
  * the supervisor's time, and those stats come one per MAFL_CHANNEL_RETRY_MS, whatever the
  * program does. A call's first look is never held back (one per call, at the host's pace),
  * but the reads of one wake stop once MAFL_CHANNEL_RESPONSE_MAX bytes are read: the rest
- * waits for the next (channel_pollfds asks for it at once). */
+ * waits for the next (mafl_channel_pollfds asks for it at once). */
 static void serve_due(struct channel *c)
 {
 	long long now = -1;
@@ -703,14 +703,15 @@ static void serve_due(struct channel *c)
 			int have;
 
 			if (now < 0)
-				now = now_ms();
+				now = mafl_now_ms();
 			if (now < c->retry_at)
 				continue;	/* not even a stat until then */
 			mafp_call_file_name(fname, sizeof(fname), k->n, MAFP_SUFFIX_RESPONSE);
 			have = fstatat(c->calls_dir, fname, &st, AT_SYMLINK_NOFOLLOW) == 0;
 			if (have)
-				channel_file_state_of(&cur, &st);
-			what = channel_look_decide(&k->seen, have ? &cur : NULL, now, c->retry_at);
+				mafl_channel_file_state_of(&cur, &st);
+			what = mafl_channel_look_decide(&k->seen, have ? &cur : NULL, now,
+							c->retry_at);
 			c->next_due = (at + 1) % MAFL_CHANNEL_MAX_INFLIGHT;
 			if (what == CHANNEL_LOOK_SKIP)
 				c->retry_at = now + MAFL_CHANNEL_RETRY_MS;
@@ -782,7 +783,7 @@ static void handle_inotify(struct channel *c, int paced)
 		c->idle_reads = 0;
 	} else if (++c->idle_reads >= INOTIFY_IDLE_READS) {
 		c->idle_reads = INOTIFY_IDLE_READS;
-		c->quiet_until = now_ms() + INOTIFY_QUIET_MS;
+		c->quiet_until = mafl_now_ms() + INOTIFY_QUIET_MS;
 	}
 }
 
@@ -1014,8 +1015,8 @@ static int take_listener(struct channel *c, int fd)
 	return fd;
 }
 
-int channel_open(struct channel **out, int host_tools_fd, int listener,
-		 const struct channel_opts *opts, int *program_fd)
+int mafl_channel_open(struct channel **out, int host_tools_fd, int listener,
+		      const struct channel_opts *opts, int *program_fd)
 {
 	struct channel *c = mafl_arena_calloc(1, sizeof(*c));
 	int sv[2] = {-1, -1}, err, i;
@@ -1052,7 +1053,7 @@ fail:
 	err = errno;
 	if (sv[0] >= 0)
 		close(sv[0]);
-	channel_free(c);
+	mafl_channel_free(c);
 	return -err;
 }
 
@@ -1072,21 +1073,21 @@ static void look_on_timer(struct channel *c)
 {
 	long long now;
 
-	if (c->ino_fd >= 0 || !c->look_at || (now = now_ms()) < c->look_at)
+	if (c->ino_fd >= 0 || !c->look_at || (now = mafl_now_ms()) < c->look_at)
 		return;
 	all_due(c);
 	c->look_step = c->look_step * 2 > LOOK_MAX_MS ? LOOK_MAX_MS : c->look_step * 2;
 	c->look_at = now + c->look_step;
 }
 
-int channel_pollfds(struct channel *c, struct pollfd *pf, int *timeout_ms)
+int mafl_channel_pollfds(struct channel *c, struct pollfd *pf, int *timeout_ms)
 {
 	long long now = -1;
 	int n = 0, i;
 
 	*timeout_ms = -1;
 	if (c->quiet_until) {
-		now = now_ms();
+		now = mafl_now_ms();
 		if (now < c->quiet_until)
 			*timeout_ms = (int)(c->quiet_until - now);
 		else
@@ -1112,7 +1113,7 @@ int channel_pollfds(struct channel *c, struct pollfd *pf, int *timeout_ms)
 		long long wait;
 
 		if (now < 0)
-			now = now_ms();
+			now = mafl_now_ms();
 		wait = c->look_at > now ? c->look_at - now : 0;
 		if (*timeout_ms < 0 || wait < *timeout_ms)
 			*timeout_ms = (int)wait;
@@ -1128,7 +1129,7 @@ int channel_pollfds(struct channel *c, struct pollfd *pf, int *timeout_ms)
 			break;
 		}
 		if (now < 0)
-			now = now_ms();
+			now = mafl_now_ms();
 		wait = c->retry_at > now ? c->retry_at - now : 0;
 		if (*timeout_ms < 0 || wait < *timeout_ms)
 			*timeout_ms = (int)wait;
@@ -1136,7 +1137,7 @@ int channel_pollfds(struct channel *c, struct pollfd *pf, int *timeout_ms)
 	return n;
 }
 
-void channel_handle(struct channel *c, const struct pollfd *pf, int n)
+void mafl_channel_handle(struct channel *c, const struct pollfd *pf, int n)
 {
 	int i;
 
@@ -1173,12 +1174,12 @@ void channel_handle(struct channel *c, const struct pollfd *pf, int n)
 	serve_due(c);
 }
 
-long long channel_calls(const struct channel *c)
+long long mafl_channel_calls(const struct channel *c)
 {
 	return c->answered;
 }
 
-int channel_undelivered(const struct channel *c, long *ids, int max)
+int mafl_channel_undelivered(const struct channel *c, long *ids, int max)
 {
 	int n = 0, i;
 
@@ -1199,7 +1200,7 @@ int channel_undelivered(const struct channel *c, long *ids, int max)
 	return n;
 }
 
-void channel_free(struct channel *c)
+void mafl_channel_free(struct channel *c)
 {
 	int i;
 
@@ -1231,7 +1232,7 @@ void channel_free(struct channel *c)
 	mafl_arena_free(c);
 }
 
-int channel_connect(int chan_fd)
+int mafl_channel_connect(int chan_fd)
 {
 	char ctl[CMSG_SPACE(sizeof(int))];
 	char data[] = "connect";
@@ -1262,7 +1263,7 @@ int channel_connect(int chan_fd)
 	return sv[0];
 }
 
-int channel_connect_path(const char *path)
+int mafl_channel_connect_path(const char *path)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	const char *slash = strrchr(path, '/');

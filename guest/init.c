@@ -107,14 +107,14 @@ static int next_signal(const struct init *in, int timeout_ms)
 		if (n == (ssize_t)sizeof(si))
 			return (int)si.ssi_signo;
 		if (n >= 0)
-			die(MAFP_EXIT_LAUNCHER, "the signal descriptor returned a short read");
+			mafl_die(MAFP_EXIT_LAUNCHER, "the signal descriptor returned a short read");
 		if (errno == EINTR)
 			continue;
 		if (errno != EAGAIN)
-			die_errno(MAFP_EXIT_LAUNCHER, "cannot read the signal descriptor");
+			mafl_die_errno(MAFP_EXIT_LAUNCHER, "cannot read the signal descriptor");
 		pf.revents = 0;
 		if (poll(&pf, 1, timeout_ms) < 0 && errno != EINTR)
-			die_errno(MAFP_EXIT_LAUNCHER, "cannot wait for a signal");
+			mafl_die_errno(MAFP_EXIT_LAUNCHER, "cannot wait for a signal");
 		if (!pf.revents && timeout_ms >= 0)
 			return 0;
 	}
@@ -130,7 +130,7 @@ static int others_left(void)
  * are init's), then SIGKILL to what is left; init's exit then takes the rest with it. */
 static void end_the_rest(struct init *in, long long grace_ms)
 {
-	long long deadline = now_ms() + grace_ms;
+	long long deadline = mafl_now_ms() + grace_ms;
 
 	if (!in->pid1 || kill(-1, SIGTERM) < 0)
 		return;
@@ -141,14 +141,14 @@ static void end_the_rest(struct init *in, long long grace_ms)
 		reap(in);
 		if (!others_left())
 			return;
-		left = deadline - now_ms();
+		left = deadline - mafl_now_ms();
 		if (left <= 0)
 			break;
 		sig = next_signal(in, left < INIT_GRACE_POLL_MS ? (int)left : INIT_GRACE_POLL_MS);
 		if (sig == SIGTERM || sig == SIGINT)
 			break;
 	}
-	warnx("processes still running after the %lld ms grace: killing them", grace_ms);
+	mafl_warnx("processes still running after the %lld ms grace: killing them", grace_ms);
 	kill(-1, SIGKILL);
 }
 
@@ -159,16 +159,16 @@ static pid_t start_cmd(char **cmd, const sigset_t *old)
 	pid_t pid = fork();
 
 	if (pid < 0)
-		die_errno(MAFP_EXIT_LAUNCHER, "cannot fork to start %s", cmd[0]);
+		mafl_die_errno(MAFP_EXIT_LAUNCHER, "cannot fork to start %s", cmd[0]);
 	if (pid > 0)
 		return pid;
 	sigprocmask(SIG_SETMASK, old, NULL);
 	execvp(cmd[0], cmd);
-	die_errno(errno == ENOENT ? MAFP_EXIT_NOT_FOUND : MAFP_EXIT_CANNOT_EXEC,
-		  "cannot execute %s", cmd[0]);
+	mafl_die_errno(errno == ENOENT ? MAFP_EXIT_NOT_FOUND : MAFP_EXIT_CANNOT_EXEC,
+		       "cannot execute %s", cmd[0]);
 }
 
-int cmd_init(int argc, char **argv)
+int mafl_cmd_init(int argc, char **argv)
 {
 	static const int forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2,
 					SIGWINCH};
@@ -189,29 +189,30 @@ int cmd_init(int argc, char **argv)
 			i++;
 			break;
 		}
-		if (opt_take(argc, argv, &i, "--grace", &v)) {
-			if (parse_seconds_ms(v, INIT_GRACE_MAX_MS, &grace_ms) < 0)
-				die(MAFP_EXIT_USAGE, "--grace takes a number of seconds up to 3600, "
-				    "not '%s'", v);
+		if (mafl_opt_take(argc, argv, &i, "--grace", &v)) {
+			if (mafl_parse_seconds_ms(v, INIT_GRACE_MAX_MS, &grace_ms) < 0)
+				mafl_die(MAFP_EXIT_USAGE, "--grace takes a number of seconds "
+					 "up to 3600, not '%s'", v);
 			continue;
 		}
-		die(MAFP_EXIT_USAGE, "unknown option '%s' (try 'maf-launch init --help')", argv[i]);
+		mafl_die(MAFP_EXIT_USAGE, "unknown option '%s' (try 'maf-launch init --help')",
+			 argv[i]);
 	}
 	if (i < argc)
 		cmd = argv + i;
 
 	in.pid1 = getpid() == 1;
 	if (!in.pid1 && prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
-		die_errno(MAFP_EXIT_LAUNCHER, "cannot become the child subreaper");
+		mafl_die_errno(MAFP_EXIT_LAUNCHER, "cannot become the child subreaper");
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);
 	for (k = 0; k < sizeof(forwarded) / sizeof(forwarded[0]); k++)
 		sigaddset(&mask, forwarded[k]);
 	if (sigprocmask(SIG_BLOCK, &mask, &old) < 0)
-		die_errno(MAFP_EXIT_LAUNCHER, "cannot block signals");
+		mafl_die_errno(MAFP_EXIT_LAUNCHER, "cannot block signals");
 	in.sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (in.sfd < 0)
-		die_errno(MAFP_EXIT_LAUNCHER, "cannot create the signal descriptor");
+		mafl_die_errno(MAFP_EXIT_LAUNCHER, "cannot create the signal descriptor");
 	if (cmd)
 		in.cmd = start_cmd(cmd, &old);
 

@@ -18,16 +18,24 @@ static const struct command {
 	const char *summary;
 	int applet;
 } commands[] = {
-	{"run", cmd_run, "start a program detached, supervised and contained", 0},
-	{"call", cmd_call, "call a host tool through the run's channel, from inside the run", 0},
-	{"policy", cmd_policy, "print the seccomp filter a run would load", 0},
-	{"wait", cmd_wait, "block until request N or the run's exit marker exists; print it", 0},
-	{"relay", cmd_relay, "write an answer, then wait as 'wait' does: one exec a call", 0},
-	{"serve", cmd_serve, "the relay over a stream: frames on stdin, events on stdout", 0},
-	{"stop", cmd_stop, "end a run's whole process tree through its verified supervisor", 0},
-	{"reclaim", cmd_reclaim, "delete a run directory without following symlinks or mounts", 0},
-	{"init", cmd_init, "a container's PID 1: reap orphans, forward signals, stop cleanly", 0},
-	{"sleep", cmd_sleep, "pause as coreutils' sleep does (also run by the name sleep)", 1},
+	{"run", mafl_cmd_run, "start a program detached, supervised and contained", 0},
+	{"call", mafl_cmd_call,
+	 "call a host tool through the run's channel, from inside the run", 0},
+	{"policy", mafl_cmd_policy, "print the seccomp filter a run would load", 0},
+	{"wait", mafl_cmd_wait,
+	 "block until request N or the run's exit marker exists; print it", 0},
+	{"relay", mafl_cmd_relay,
+	 "write an answer, then wait as 'wait' does: one exec a call", 0},
+	{"serve", mafl_cmd_serve,
+	 "the relay over a stream: frames on stdin, events on stdout", 0},
+	{"stop", mafl_cmd_stop,
+	 "end a run's whole process tree through its verified supervisor", 0},
+	{"reclaim", mafl_cmd_reclaim,
+	 "delete a run directory without following symlinks or mounts", 0},
+	{"init", mafl_cmd_init,
+	 "a container's PID 1: reap orphans, forward signals, stop cleanly", 0},
+	{"sleep", mafl_cmd_sleep,
+	 "pause as coreutils' sleep does (also run by the name sleep)", 1},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
@@ -110,5 +118,5 @@ int main(int argc, char **argv)
 			return commands[i].fn(argc - 1, argv + 1);
 		}
 	}
-	die(MAFP_EXIT_USAGE, "unknown command '%s' (try 'maf-launch --help')", argv[1]);
+	mafl_die(MAFP_EXIT_USAGE, "unknown command '%s' (try 'maf-launch --help')", argv[1]);
 }

@@ -19,7 +19,7 @@ static void strip_slashes(const char *s, size_t *len)
 }
 
 /* Finds the value of the last --run-dir among the options of a 'maf-launch run' argv, parsing
- * them as run does (run_parse_args): options stop at "--" or the first word not starting with
+ * them as run does (mafl_run_parse_args): options stop at "--" or the first word not starting with
  * '-', and every option but --help/-h takes a value, inline after '=' or as the next word.
  * args holds the words back to back, each NUL-terminated. Returns the value or NULL. */
 static const char *cmdline_run_dir(const char *args, size_t len)
@@ -72,7 +72,7 @@ static int all_uids_ours(int procfd, char *why, size_t size)
 	int fd, i;
 
 	fd = openat(procfd, "status", O_RDONLY | O_CLOEXEC);
-	n = fd < 0 ? -1 : read_full(fd, buf, sizeof(buf) - 1);
+	n = fd < 0 ? -1 : mafl_read_full(fd, buf, sizeof(buf) - 1);
 	if (fd >= 0)
 		close(fd);
 	if (n < 0) {
@@ -145,7 +145,7 @@ int mafl_prove_supervisor(pid_t pid, const char *run_dir, const struct stat *sel
 		goto out;
 	}
 	fd = openat(procfd, "cmdline", O_RDONLY | O_CLOEXEC);
-	n = fd < 0 ? -1 : read_full(fd, cmd, PROVE_CMDLINE_MAX);
+	n = fd < 0 ? -1 : mafl_read_full(fd, cmd, PROVE_CMDLINE_MAX);
 	if (fd >= 0)
 		close(fd);
 	if (n < 0) {

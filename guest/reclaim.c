@@ -135,7 +135,7 @@ static __attribute__((format(printf, 2, 3))) void left(struct reclaim *r, const 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	warnx("%s %s", r->path, msg);
+	mafl_warnx("%s %s", r->path, msg);
 }
 
 static size_t path_push(struct reclaim *r, const char *name)
@@ -232,7 +232,8 @@ static int move_up(struct reclaim *r, int dfd, const char *name)
 		/* Never the kept name: R/NAME may be absent, and what is moved up must go. */
 		if (r->keep && strcmp(tmp, r->keep) == 0)
 			continue;
-		if (syscall(SYS_renameat2, dfd, name, r->root_fd, tmp, RECLAIM_RENAME_NOREPLACE) == 0)
+		if (syscall(SYS_renameat2, dfd, name, r->root_fd, tmp,
+			    RECLAIM_RENAME_NOREPLACE) == 0)
 			break;
 		if (errno != EEXIST)
 			return -1;
@@ -333,7 +334,7 @@ static const char *keep_check(const char *name)
 	return NULL;
 }
 
-int cmd_reclaim(int argc, char **argv)
+int mafl_cmd_reclaim(int argc, char **argv)
 {
 	const char *run_dir_arg = NULL, *keep = NULL, *v, *why, *base;
 	char run_dir[MAFP_RUN_DIR_MAX + 1], parent[MAFP_RUN_DIR_MAX + 1];
@@ -347,24 +348,25 @@ int cmd_reclaim(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		}
-		if (opt_take(argc, argv, &i, "--run-dir", &v)) {
+		if (mafl_opt_take(argc, argv, &i, "--run-dir", &v)) {
 			run_dir_arg = v;
-		} else if (opt_take(argc, argv, &i, "--keep", &v)) {
+		} else if (mafl_opt_take(argc, argv, &i, "--keep", &v)) {
 			/* A second would be lost or mean two: say so rather than delete either. */
 			if (keep)
-				die(MAFP_EXIT_USAGE, "--keep may be given once");
+				mafl_die(MAFP_EXIT_USAGE, "--keep may be given once");
 			keep = v;
 		} else {
-			die(MAFP_EXIT_USAGE, "unexpected argument '%s' (try 'maf-launch reclaim "
-			    "--help')", argv[i]);
+			mafl_die(MAFP_EXIT_USAGE, "unexpected argument '%s' (try 'maf-launch "
+				 "reclaim --help')", argv[i]);
 		}
 	}
 	if (keep && (why = keep_check(keep)))
-		die(MAFP_EXIT_USAGE, "bad --keep NAME: %s", why);
+		mafl_die(MAFP_EXIT_USAGE, "bad --keep NAME: %s", why);
 	if (!run_dir_arg)
-		die(MAFP_EXIT_USAGE, "--run-dir is required (try 'maf-launch reclaim --help')");
+		mafl_die(MAFP_EXIT_USAGE, "--run-dir is required (try 'maf-launch reclaim "
+			 "--help')");
 	if (mafp_run_dir_check(run_dir_arg, &why) < 0)
-		die(MAFP_EXIT_USAGE, "bad --run-dir '%s': %s", run_dir_arg, why);
+		mafl_die(MAFP_EXIT_USAGE, "bad --run-dir '%s': %s", run_dir_arg, why);
 	len = strlen(run_dir_arg);
 	while (len > 1 && run_dir_arg[len - 1] == '/')
 		len--;
@@ -384,7 +386,8 @@ int cmd_reclaim(int argc, char **argv)
 	if (parent_fd < 0) {
 		if (errno == ENOENT)
 			return 0;	/* nothing to reclaim */
-		die_errno(MAFP_EXIT_LAUNCHER, "cannot open the directory that holds %s", run_dir);
+		mafl_die_errno(MAFP_EXIT_LAUNCHER, "cannot open the directory that holds %s",
+			       run_dir);
 	}
 
 	memset(&r, 0, sizeof(r));
@@ -392,20 +395,20 @@ int cmd_reclaim(int argc, char **argv)
 	if (look(parent_fd, base, 0, &r.root) < 0) {
 		if (errno == ENOENT)
 			return 0;
-		die_errno(MAFP_EXIT_LAUNCHER, "cannot examine %s", run_dir);
+		mafl_die_errno(MAFP_EXIT_LAUNCHER, "cannot examine %s", run_dir);
 	}
 	if (S_ISLNK(r.root.mode))
-		die(MAFP_EXIT_USAGE, "the run directory %s is a symlink; nothing was removed",
-		    run_dir);
+		mafl_die(MAFP_EXIT_USAGE, "the run directory %s is a symlink; nothing was removed",
+			 run_dir);
 	if (!S_ISDIR(r.root.mode))
-		die(MAFP_EXIT_USAGE, "the run directory %s is not a directory; nothing was removed",
-		    run_dir);
+		mafl_die(MAFP_EXIT_USAGE, "the run directory %s is not a directory; nothing "
+			 "was removed", run_dir);
 	r.root_fd = openat(parent_fd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (r.root_fd < 0)
-		die_errno(MAFP_EXIT_LAUNCHER, "cannot open the run directory %s", run_dir);
+		mafl_die_errno(MAFP_EXIT_LAUNCHER, "cannot open the run directory %s", run_dir);
 	/* The baseline is what was opened, not what was looked at. */
 	if (look(r.root_fd, "", AT_EMPTY_PATH, &r.root) < 0)
-		die_errno(MAFP_EXIT_LAUNCHER, "cannot examine %s", run_dir);
+		mafl_die_errno(MAFP_EXIT_LAUNCHER, "cannot examine %s", run_dir);
 	r.root.mount_root = 0;	/* R may itself be a mount; what is below it may not */
 	/* Each level of the walk holds a descriptor: allow as many as we may. */
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
@@ -413,7 +416,7 @@ int cmd_reclaim(int argc, char **argv)
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
 
-	str_copy(r.path, sizeof(r.path), run_dir);
+	mafl_str_copy(r.path, sizeof(r.path), run_dir);
 	r.path_len = strlen(r.path);
 	rc = empty_dir(&r, dup(r.root_fd), r.root.mode, 0);
 	while (r.npending > 0) {
@@ -439,10 +442,11 @@ int cmd_reclaim(int argc, char **argv)
 		left(&r, "cannot be removed: %s", strerror(errno));
 	}
 	if (r.left > RECLAIM_REPORT_MAX)
-		warnx("... and %u more", r.left - RECLAIM_REPORT_MAX);
+		mafl_warnx("... and %u more", r.left - RECLAIM_REPORT_MAX);
 	if (keep)
-		die(RECLAIM_EXIT_LEFT, "%s was not emptied but for %s: %u %s could not be removed "
-		    "(named above)", run_dir, keep, r.left, r.left == 1 ? "entry" : "entries");
-	die(RECLAIM_EXIT_LEFT, "%s was not removed entirely: %u %s could not be removed (named "
-	    "above)", run_dir, r.left, r.left == 1 ? "entry" : "entries");
+		mafl_die(RECLAIM_EXIT_LEFT, "%s was not emptied but for %s: %u %s could not be "
+			 "removed (named above)", run_dir, keep, r.left,
+			 r.left == 1 ? "entry" : "entries");
+	mafl_die(RECLAIM_EXIT_LEFT, "%s was not removed entirely: %u %s could not be removed "
+		 "(named above)", run_dir, r.left, r.left == 1 ? "entry" : "entries");
 }

@@ -17,15 +17,12 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: sleep NUMBER[SUFFIX]...\n"
-		   "   or: maf-launch sleep NUMBER[SUFFIX]...\n"
-		   "\n"
-		   "Pauses for the sum of the NUMBERs (decimal, a fraction allowed) of seconds, or\n"
-		   "minutes (m), hours (h) or days (d), as coreutils' sleep does; 'infinity' (or\n"
-		   "'inf') never ends. For images with no coreutils: container backends start them\n"
-		   "as 'IMAGE sleep infinity'. A signal ends it as it ends sleep.\n"
-		   "\n"
-		   "Exit codes: 0 slept, 2 usage.\n");
+	fprintf(f, "usage: sleep NUMBER[SUFFIX]...\n   or: maf-launch sleep "
+		"NUMBER[SUFFIX]...\n\nPauses for the sum of the NUMBERs (decimal, a fraction "
+		"allowed) of seconds, or\nminutes (m), hours (h) or days (d), as coreutils' "
+		"sleep does; 'infinity' (or\n'inf') never ends. For images with no coreutils: "
+		"container backends start them\nas 'IMAGE sleep infinity'. A signal ends it as "
+		"it ends sleep.\n\nExit codes: 0 slept, 2 usage.\n");
 }
 
 /* Parses one operand into nanoseconds (capped at SLEEP_MAX_S). Returns 0, 1 for infinity,
@@ -62,7 +59,7 @@ static int parse_interval(const char *s, long long *ns)
 	return *ns >= SLEEP_MAX_S * 1000000000LL;
 }
 
-int cmd_sleep(int argc, char **argv)
+int mafl_cmd_sleep(int argc, char **argv)
 {
 	long long total = 0;
 	int forever = 0, i;
@@ -86,7 +83,8 @@ int cmd_sleep(int argc, char **argv)
 		if (r == 2)
 			continue;
 		if (r < 0)
-			die(MAFP_EXIT_USAGE, "invalid time interval '%s' (try '--help')", argv[i]);
+			mafl_die(MAFP_EXIT_USAGE, "invalid time interval '%s' (try '--help')",
+				 argv[i]);
 		forever |= r == 1;
 		total += ns;
 		if (total >= SLEEP_MAX_S * 1000000000LL)

@@ -49,7 +49,8 @@ struct child_msg {
 };
 
 /* Tells the launcher how the launch went, once: the error line for its stderr. */
-static void send_report(int fd, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void send_report(int fd, int code, const char *fmt,
+			...) __attribute__((format(printf, 3, 4)));
 static void send_report(int fd, int code, const char *fmt, ...)
 {
 	struct launch_report rep;
@@ -64,7 +65,7 @@ static void send_report(int fd, int code, const char *fmt, ...)
 	va_end(ap);
 	n = snprintf(rep.text, sizeof(rep.text), "%s: %s\n", mafl_prog, line);
 	rep.len = n < (int)sizeof(rep.text) ? (unsigned)n : (unsigned)sizeof(rep.text) - 1;
-	write_all(fd, &rep, sizeof(rep));
+	mafl_write_all(fd, &rep, sizeof(rep));
 	close(fd);
 }
 
@@ -77,9 +78,9 @@ static void send_started(int fd, pid_t pid, const struct mafl_identity *id,
 					.uid = id->uid, .gid = id->gid};
 	int n;
 
-	str_copy(info.identity, sizeof(info.identity),
-		 id->own ? MAFP_IDENTITY_OWN : MAFP_IDENTITY_LAUNCHER);
-	str_copy(info.landlock, sizeof(info.landlock), landlock);
+	mafl_str_copy(info.identity, sizeof(info.identity),
+		      id->own ? MAFP_IDENTITY_OWN : MAFP_IDENTITY_LAUNCHER);
+	mafl_str_copy(info.landlock, sizeof(info.landlock), landlock);
 	memset(&rep, 0, sizeof(rep));
 	n = mafp_launch_info_format(&info, rep.text, sizeof(rep.text));
 	if (n < 0 || (size_t)n + strlen(MAFP_SESSION_LINE) + 3 > sizeof(rep.text)) {
@@ -88,7 +89,7 @@ static void send_started(int fd, pid_t pid, const struct mafl_identity *id,
 	}
 	n += snprintf(rep.text + n, sizeof(rep.text) - (size_t)n, "\n%s\n", MAFP_SESSION_LINE);
 	rep.len = (unsigned)n;
-	write_all(fd, &rep, sizeof(rep));
+	mafl_write_all(fd, &rep, sizeof(rep));
 	close(fd);
 }
 
@@ -100,8 +101,8 @@ static __attribute__((noreturn)) void child_fail(int fd, int code, int err, cons
 	m.kind = CHILD_FAIL;
 	m.code = code;
 	m.err = err;
-	str_copy(m.what, sizeof(m.what), what);
-	write_all(fd, &m, sizeof(m));
+	mafl_str_copy(m.what, sizeof(m.what), what);
+	mafl_write_all(fd, &m, sizeof(m));
 	_exit(code);
 }
 
@@ -116,7 +117,7 @@ static uint64_t ignored_signals(void)
 	int fd = openat(AT_FDCWD, "/proc/self/status", O_RDONLY | O_CLOEXEC);
 
 	if (fd >= 0) {
-		n = read_full(fd, buf, sizeof(buf));
+		n = mafl_read_full(fd, buf, sizeof(buf));
 		close(fd);
 	}
 	if (n <= 0)
@@ -310,7 +311,7 @@ static __attribute__((noreturn)) void child_exec(const struct child_args *a)
 		memset(&m, 0, sizeof(m));
 		m.kind = CHILD_WITNESS;
 		m.code = (int)w;
-		write_all(msg_fd, &m, sizeof(m));
+		mafl_write_all(msg_fd, &m, sizeof(m));
 	}
 	MAFL_MARK("program: witness started");
 	devnull = openat(AT_FDCWD, "/dev/null", O_RDONLY | O_CLOEXEC);
@@ -354,7 +355,7 @@ static __attribute__((noreturn)) void child_exec(const struct child_args *a)
 		m.kind = CHILD_LANDLOCK;
 		m.code = abi;
 		policy.signals_scoped = abi >= MAFL_LANDLOCK_ABI_SCOPE;
-		write_all(msg_fd, &m, sizeof(m));
+		mafl_write_all(msg_fd, &m, sizeof(m));
 	}
 	MAFL_MARK("program: Landlock");
 	/* Should the supervisor die anyway (SIGKILL from outside the run), the program goes too.
@@ -424,7 +425,7 @@ static int relay_output(struct sup *s)
 		unsigned long long room = s->o->max_output - s->out_kept;
 		size_t keep = (unsigned long long)n < room ? (size_t)n : (size_t)room;
 
-		if (write_all(s->out_fd, buf, keep) < 0)
+		if (mafl_write_all(s->out_fd, buf, keep) < 0)
 			s->out_broken = 1;	/* e.g. ENOSPC: stop writing, keep draining */
 		else
 			s->out_kept += keep;
@@ -511,12 +512,12 @@ static void begin_end(struct sup *s, enum mafp_status why, int tfd, int *phase)
  * it could not publish (WITNESS_EXIT_FAILED), else 0. */
 static int wait_witness(struct sup *s)
 {
-	long long end = now_ms() + WITNESS_WAIT_MS;
+	long long end = mafl_now_ms() + WITNESS_WAIT_MS;
 
 	while (s->witness_alive) {
 		struct pollfd pf = {.fd = s->sfd, .events = POLLIN};
 		struct signalfd_siginfo si;
-		long long left = end - now_ms();
+		long long left = end - mafl_now_ms();
 		int st;
 		pid_t p = waitpid(s->witness, &st, WNOHANG | __WALL);
 
@@ -581,8 +582,9 @@ static void write_markers(struct sup *s, const struct mafp_exit_record *rec, int
 		/* The record first, durably: once program_exit_code exists a host may reclaim
 		 * the run. */
 		if (json)
-			publish_at(s->d->host_tools, MAFP_FILE_EXIT_RECORD, json, strlen(json), 1);
-		publish_at(s->d->host_tools, MAFP_MARKER_EXIT_CODE, num, (size_t)n, 1);
+			mafl_publish_at(s->d->host_tools, MAFP_FILE_EXIT_RECORD, json,
+					strlen(json), 1);
+		mafl_publish_at(s->d->host_tools, MAFP_MARKER_EXIT_CODE, num, (size_t)n, 1);
 	}
 	free(json);
 }
@@ -591,7 +593,7 @@ static void fill_usage(struct mafp_exit_record *rec, long long start_ms)
 {
 	struct rusage ru;
 
-	rec->wall_ms = now_ms() - start_ms;
+	rec->wall_ms = mafl_now_ms() - start_ms;
 	if (getrusage(RUSAGE_CHILDREN, &ru) == 0) {
 		rec->cpu_ms = (int64_t)ru.ru_utime.tv_sec * 1000 + ru.ru_utime.tv_usec / 1000 +
 			      (int64_t)ru.ru_stime.tv_sec * 1000 + ru.ru_stime.tv_usec / 1000;
@@ -622,9 +624,9 @@ static __attribute__((noreturn)) void launch_failed(struct sup *s, int report_fd
 	memset(&rec, 0, sizeof(rec));
 	rec.status = MAFP_STATUS_LAUNCH_FAILED;
 	rec.exit_code = m->code;
-	str_copy(rec.seccomp, sizeof(rec.seccomp), mafl_seccomp_name(&s->o->policy));
-	str_copy(rec.landlock, sizeof(rec.landlock), s->landlock);
-	str_copy(rec.error, sizeof(rec.error), line);
+	mafl_str_copy(rec.seccomp, sizeof(rec.seccomp), mafl_seccomp_name(&s->o->policy));
+	mafl_str_copy(rec.landlock, sizeof(rec.landlock), s->landlock);
+	mafl_str_copy(rec.error, sizeof(rec.error), line);
 	fill_usage(&rec, s->start_ms);
 	end_witness(s);
 	write_markers(s, &rec, 1);
@@ -751,7 +753,7 @@ static int take_launcher_file(int sock, int *err)
 }
 
 /* R/name, a directory the launcher made (MAFL_WORK_MKDIR, run.h): its descriptor. A failure
- * ends the launch, in the words used for R/host_tools (run_subdir_error). */
+ * ends the launch, in the words used for R/host_tools (mafl_run_subdir_error). */
 static int take_subdir(int sock, const char *run_dir, const char *name)
 {
 	char why[MAFP_RUN_DIR_MAX + 128];
@@ -760,9 +762,9 @@ static int take_subdir(int sock, const char *run_dir, const char *name)
 	if (fd >= 0)
 		return fd;
 	if (err > MAFL_WORK_MKDIR)
-		run_subdir_error(why, sizeof(why), run_dir, name, err - MAFL_WORK_MKDIR, 0);
+		mafl_run_subdir_error(why, sizeof(why), run_dir, name, err - MAFL_WORK_MKDIR, 0);
 	else
-		run_subdir_error(why, sizeof(why), run_dir, name, 0, err);
+		mafl_run_subdir_error(why, sizeof(why), run_dir, name, 0, err);
 	send_report(sock, MAFP_EXIT_LAUNCHER, "%s", why);
 	_exit(1);
 }
@@ -778,16 +780,17 @@ static void publish_pid_markers(struct sup *s, int report_fd)
 	 * appears whole as a rename would, for one system call rather than four. The session
 	 * marker's .part is the file the launcher made, or failing that one made here. A name
 	 * left by an earlier run in R is replaced. */
-	rc = staged >= 0 ? publish_staged_at(ht, MAFP_MARKER_SESSION, staged, num, (size_t)n, 0)
+	rc = staged >= 0 ? mafl_publish_staged_at(ht, MAFP_MARKER_SESSION, staged, num,
+						  (size_t)n, 0)
 			 : -1;
 	if (rc < 0)
-		rc = publish_at(ht, MAFP_MARKER_SESSION, num, (size_t)n, 0);
+		rc = mafl_publish_at(ht, MAFP_MARKER_SESSION, num, (size_t)n, 0);
 	if (rc < 0 || linkat(ht, MAFP_MARKER_SESSION, ht, MAFP_MARKER_PID, 0) < 0)
-		publish_at(ht, MAFP_MARKER_PID, num, (size_t)n, 0);
+		mafl_publish_at(ht, MAFP_MARKER_PID, num, (size_t)n, 0);
 }
 
-void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd,
-	       const struct mafl_cpu_hold *away)
+void mafl_supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd,
+		    const struct mafl_cpu_hold *away)
 {
 	struct sup s;
 	struct child_msg fail;
@@ -875,7 +878,7 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 	tmp = take_subdir(report_fd, o->run_dir, MAFL_DIR_TMP);
 	listener = take_launcher_file(report_fd, &rc);
 	MAFL_MARK("supervisor: the launcher's files taken");
-	rc = channel_open(&ch, d->host_tools, listener, &copts, &chan_fd);
+	rc = mafl_channel_open(&ch, d->host_tools, listener, &copts, &chan_fd);
 	envp = rc == 0 ? channel_env(o->envp, chan_fd, o->tools, o->run_dir) : NULL;
 	if (!envp) {
 		send_report(report_fd, MAFP_EXIT_LAUNCHER, "cannot open the call channel: %s",
@@ -892,7 +895,7 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 	}
 	MAFL_MARK("supervisor: identity chosen, run directory lent");
 	/* The launch path: nothing before it has used the vDSO (util.h). */
-	s.start_ms = now_ms_syscall();
+	s.start_ms = mafl_now_ms_syscall();
 	{
 		/* Every descriptor the child should not keep is close-on-exec. */
 		struct mafl_cpu_hold cpus;
@@ -939,7 +942,7 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 	}
 	close(msg_pipe[0]);
 	MAFL_MARK("supervisor: exec confirmed (its messages read)");
-	channel_set_witness(ch, s.witness);
+	mafl_channel_set_witness(ch, s.witness);
 	publish_pid_markers(&s, report_fd);
 	MAFL_MARK("supervisor: pid and session markers published");
 	send_started(report_fd, s.pid, &s.id, s.landlock);
@@ -953,7 +956,7 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 			{.fd = tfd, .events = POLLIN},
 			{.fd = out_open ? s.out_r : -1, .events = POLLIN},
 		};
-		int wait = -1, nch = s.session_killed ? 0 : channel_pollfds(ch, pf + 3, &wait);
+		int wait = -1, nch = s.session_killed ? 0 : mafl_channel_pollfds(ch, pf + 3, &wait);
 
 		/* Each turn does bounded work (the output relay, the channel), so the signals and
 		 * the timer are seen at the next turn whatever the program floods us with. */
@@ -1005,7 +1008,7 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 				out_open = 0;
 		}
 		if (!s.session_killed)
-			channel_handle(ch, pf + 3, nch);
+			mafl_channel_handle(ch, pf + 3, nch);
 	}
 
 	/* The program has ended: end the rest of the run, then take the last of its output. */
@@ -1029,11 +1032,11 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 	rec.signal = WIFSIGNALED(s.main_wstatus) ? WTERMSIG(s.main_wstatus) : 0;
 	rec.output_bytes = (int64_t)s.out_bytes;
 	rec.output_truncated = s.out_truncated;
-	rec.calls = channel_calls(ch);
-	rec.n_undelivered = channel_undelivered(ch, rec.undelivered, MAFP_UNDELIVERED_MAX);
-	channel_free(ch);
-	str_copy(rec.seccomp, sizeof(rec.seccomp), mafl_seccomp_name(&o->policy));
-	str_copy(rec.landlock, sizeof(rec.landlock), s.landlock);
+	rec.calls = mafl_channel_calls(ch);
+	rec.n_undelivered = mafl_channel_undelivered(ch, rec.undelivered, MAFP_UNDELIVERED_MAX);
+	mafl_channel_free(ch);
+	mafl_str_copy(rec.seccomp, sizeof(rec.seccomp), mafl_seccomp_name(&o->policy));
+	mafl_str_copy(rec.landlock, sizeof(rec.landlock), s.landlock);
 	fill_usage(&rec, s.start_ms);
 	write_markers(&s, &rec, 0);
 	_exit(0);

@@ -32,7 +32,7 @@
 #define R "/tmp/run"
 
 /* ----------------------------------------------------------------------------------------- */
-/* run_pythonpath_entry_ok */
+/* mafl_run_pythonpath_entry_ok */
 
 static int entry_ok(const char *e, const char *run_dir)
 {
@@ -43,7 +43,7 @@ static int entry_ok(const char *e, const char *run_dir)
 
 	assert_non_null(p);
 	memcpy(p, e, n);
-	rc = run_pythonpath_entry_ok(p, n, run_dir);
+	rc = mafl_run_pythonpath_entry_ok(p, n, run_dir);
 	free(p);
 	return rc;
 }
@@ -97,15 +97,15 @@ static void test_pythonpath_entry_outside_run_dir(void **state)
 	KEEP("/tmp");
 	KEEP("/var" R);
 	/* The length, not a terminator, ends the entry. */
-	assert_int_equal(run_pythonpath_entry_ok("/opt/lib:/tmp/run/x", 8, R), 1);
-	assert_int_equal(run_pythonpath_entry_ok("/tmp/run:/opt", 8, R), 0);
-	assert_int_equal(run_pythonpath_entry_ok("/tmp/runx", 8, R), 0);
-	assert_int_equal(run_pythonpath_entry_ok("/opt/./x", 5, R), 1); /* "/opt/" */
-	assert_int_equal(run_pythonpath_entry_ok("/opt/..", 6, R), 0);  /* "/opt/." */
+	assert_int_equal(mafl_run_pythonpath_entry_ok("/opt/lib:/tmp/run/x", 8, R), 1);
+	assert_int_equal(mafl_run_pythonpath_entry_ok("/tmp/run:/opt", 8, R), 0);
+	assert_int_equal(mafl_run_pythonpath_entry_ok("/tmp/runx", 8, R), 0);
+	assert_int_equal(mafl_run_pythonpath_entry_ok("/opt/./x", 5, R), 1); /* "/opt/" */
+	assert_int_equal(mafl_run_pythonpath_entry_ok("/opt/..", 6, R), 0);  /* "/opt/." */
 }
 
 /* ----------------------------------------------------------------------------------------- */
-/* run_build_env */
+/* mafl_run_build_env */
 
 static size_t env_count(char **env)
 {
@@ -118,7 +118,7 @@ static size_t env_count(char **env)
 
 static void env_free(char **env)
 {
-	run_free_env(env);
+	mafl_run_free_env(env);
 }
 
 static size_t env_index(char **env, const char *entry)
@@ -156,7 +156,7 @@ static void test_build_env_rebuilds_pythonpath(void **state)
 	char **env;
 
 	(void)state;
-	env = run_build_env(in, R);
+	env = mafl_run_build_env(in, R);
 	assert_non_null(env);
 	/* R/host_tools first, then only the good inherited entries, in order. */
 	assert_string_equal(env[0], "PYTHONPATH=" R "/host_tools:/opt/a:/opt/b:/tmp/runner");
@@ -190,26 +190,26 @@ static void test_build_env_without_pythonpath(void **state)
 	char **env;
 
 	(void)state;
-	env = run_build_env(none, R);
+	env = mafl_run_build_env(none, R);
 	assert_non_null(env);
 	assert_string_equal(env[0], "PYTHONPATH=" R "/host_tools");
 	assert_string_equal(env[1], "TERM=dumb");
 	assert_int_equal(env_count(env), 7);
 	env_free(env);
-	env = run_build_env(empty, R);
+	env = mafl_run_build_env(empty, R);
 	assert_non_null(env);
 	assert_string_equal(env[0], "PYTHONPATH=" R "/host_tools");
 	assert_int_equal(env_count(env), 7);
 	env_free(env);
-	env = run_build_env(seps, R);
+	env = mafl_run_build_env(seps, R);
 	assert_non_null(env);
 	assert_string_equal(env[0], "PYTHONPATH=" R "/host_tools");
 	env_free(env);
-	env = run_build_env(bad_only, R);
+	env = mafl_run_build_env(bad_only, R);
 	assert_non_null(env);
 	assert_string_equal(env[0], "PYTHONPATH=" R "/host_tools");
 	env_free(env);
-	env = run_build_env(nothing, R);
+	env = mafl_run_build_env(nothing, R);
 	assert_non_null(env);
 	assert_string_equal(env[0], "PYTHONPATH=" R "/host_tools");
 	assert_string_equal(env[1], "PYTHONUNBUFFERED=1");
@@ -235,7 +235,7 @@ static void test_build_env_overrides_python_settings(void **state)
 	char **env;
 
 	(void)state;
-	env = run_build_env(in, R);
+	env = mafl_run_build_env(in, R);
 	assert_non_null(env);
 	assert_int_equal(env_prefix_count(env, "PYTHONPATH="), 1);
 	assert_int_equal(env_prefix_count(env, "PYTHONUNBUFFERED="), 1);
@@ -262,7 +262,7 @@ static void test_build_env_run_dir_prefix(void **state)
 	char **env;
 
 	(void)state;
-	env = run_build_env(in, R);
+	env = mafl_run_build_env(in, R);
 	assert_non_null(env);
 	assert_string_equal(env[0], "PYTHONPATH=" R "/host_tools:/tmp/run-other/lib");
 	env_free(env);
@@ -280,7 +280,7 @@ static void test_build_env_drops_an_enclosing_runs_channel(void **state)
 	char **env;
 
 	(void)state;
-	env = run_build_env(in, R);
+	env = mafl_run_build_env(in, R);
 	assert_non_null(env);
 	assert_int_equal(env_prefix_count(env, "MAF_HOST_TOOLS_FD="), 0);
 	assert_int_equal(env_prefix_count(env, "MAF_HOST_TOOLS_SOCKET="), 0);
@@ -598,7 +598,7 @@ static void test_witness_hand_over(void **state)
 	(void)state;
 	assert_int_equal(pipe(p), 0);
 	assert_int_equal(mafl_witness_hand_over(p[1], rec, strlen(rec), "3", 1), 0);
-	n = read_full(p[0], buf, sizeof(buf));
+	n = mafl_read_full(p[0], buf, sizeof(buf));
 	close(p[0]);
 	assert_true(n > 0);
 	assert_int_equal(mafl_witness_parse(buf, (size_t)n, &r, &rl, &c, &cl), 0);
@@ -618,7 +618,7 @@ static void test_witness_hand_over(void **state)
 	/* No record (it could not be encoded) is allowed; no exit code, or too long, is not. */
 	assert_int_equal(pipe(p), 0);
 	assert_int_equal(mafl_witness_hand_over(p[1], "", 0, "137", 3), 0);
-	n = read_full(p[0], buf, sizeof(buf));
+	n = mafl_read_full(p[0], buf, sizeof(buf));
 	close(p[0]);
 	assert_int_equal(mafl_witness_parse(buf, (size_t)n, &r, &rl, &c, &cl), 0);
 	assert_int_equal(rl, 0);
@@ -627,7 +627,8 @@ static void test_witness_hand_over(void **state)
 	assert_int_equal(pipe(p), 0);
 	assert_int_equal(mafl_witness_hand_over(p[1], big, sizeof(big), "1", 1), -1);
 	assert_int_equal(errno, EINVAL);
-	assert_int_equal(read_full(p[0], buf, sizeof(buf)), 0);	/* closed, nothing sent */
+	/* closed, nothing sent */
+	assert_int_equal(mafl_read_full(p[0], buf, sizeof(buf)), 0);
 	close(p[0]);
 	assert_int_equal(pipe(p), 0);
 	assert_int_equal(mafl_witness_hand_over(p[1], rec, strlen(rec), "", 0), -1);
@@ -635,7 +636,7 @@ static void test_witness_hand_over(void **state)
 }
 
 /* ----------------------------------------------------------------------------------------- */
-/* channel_look_decide */
+/* mafl_channel_look_decide */
 
 static void test_look_decide(void **state)
 {
@@ -646,20 +647,21 @@ static void test_look_decide(void **state)
 
 	(void)state;
 	/* No look failed yet: read at once, whatever the time. */
-	assert_int_equal(channel_look_decide(NULL, &cur, 0, 1000), CHANNEL_LOOK_NOW);
-	assert_int_equal(channel_look_decide(NULL, NULL, 0, 1000), CHANNEL_LOOK_NOW);
+	assert_int_equal(mafl_channel_look_decide(NULL, &cur, 0, 1000), CHANNEL_LOOK_NOW);
+	assert_int_equal(mafl_channel_look_decide(NULL, NULL, 0, 1000), CHANNEL_LOOK_NOW);
 	/* Failed before: nothing until retry_at, changed or not. */
-	assert_int_equal(channel_look_decide(&seen, &cur, 999, 1000), CHANNEL_LOOK_LATER);
+	assert_int_equal(mafl_channel_look_decide(&seen, &cur, 999, 1000), CHANNEL_LOOK_LATER);
 	cur.size++;
-	assert_int_equal(channel_look_decide(&seen, &cur, 999, 1000), CHANNEL_LOOK_LATER);
+	assert_int_equal(mafl_channel_look_decide(&seen, &cur, 999, 1000), CHANNEL_LOOK_LATER);
 	/* Then: the same file is skipped, any difference is read. */
 	cur = seen;
-	assert_int_equal(channel_look_decide(&seen, &cur, 1000, 1000), CHANNEL_LOOK_SKIP);
-	assert_int_equal(channel_look_decide(&seen, &cur, 5000, 1000), CHANNEL_LOOK_SKIP);
+	assert_int_equal(mafl_channel_look_decide(&seen, &cur, 1000, 1000), CHANNEL_LOOK_SKIP);
+	assert_int_equal(mafl_channel_look_decide(&seen, &cur, 5000, 1000), CHANNEL_LOOK_SKIP);
 #define CHANGED(field) do { \
 		cur = seen; \
 		cur.field++; \
-		assert_int_equal(channel_look_decide(&seen, &cur, 1000, 1000), CHANNEL_LOOK_NOW); \
+		assert_int_equal(mafl_channel_look_decide(&seen, &cur, 1000, 1000), \
+				 CHANNEL_LOOK_NOW); \
 	} while (0)
 	CHANGED(dev);
 	CHANGED(ino);
@@ -670,7 +672,7 @@ static void test_look_decide(void **state)
 	CHANGED(ctime_nsec);
 #undef CHANGED
 	/* Gone (or not stat-able): a look, which costs an open that fails. */
-	assert_int_equal(channel_look_decide(&seen, NULL, 1000, 1000), CHANNEL_LOOK_NOW);
+	assert_int_equal(mafl_channel_look_decide(&seen, NULL, 1000, 1000), CHANNEL_LOOK_NOW);
 	/* From a stat, every field. */
 	memset(&st, 0, sizeof(st));
 	st.st_dev = 11;
@@ -680,19 +682,19 @@ static void test_look_decide(void **state)
 	st.st_mtim.tv_nsec = 15;
 	st.st_ctim.tv_sec = 16;
 	st.st_ctim.tv_nsec = 17;
-	channel_file_state_of(&cur, &st);
+	mafl_channel_file_state_of(&cur, &st);
 	assert_true(cur.dev == 11 && cur.ino == 12 && cur.size == 13 && cur.mtime_sec == 14 &&
 		    cur.mtime_nsec == 15 && cur.ctime_sec == 16 && cur.ctime_nsec == 17);
 }
 
 /* ----------------------------------------------------------------------------------------- */
-/* channel_parse_call */
+/* mafl_channel_parse_call */
 
 /* Parses line; returns its return code with *call filled and the tree in *root. */
 static int parse_line(const char *line, cJSON **root, struct channel_call *call, char *why)
 {
 	why[0] = '\0';
-	return channel_parse_call(line, strlen(line), root, call, why, 256);
+	return mafl_channel_parse_call(line, strlen(line), root, call, why, 256);
 }
 
 static void test_parse_call_tool_form(void **state)
@@ -802,13 +804,13 @@ static void test_text_is_utf8(void **state)
 }
 
 /* ----------------------------------------------------------------------------------------- */
-/* parse_seconds_ms */
+/* mafl_parse_seconds_ms */
 
 static void seconds_ok(const char *s, long long max, long long want)
 {
 	long long v = -7;
 
-	if (parse_seconds_ms(s, max, &v) != 0)
+	if (mafl_parse_seconds_ms(s, max, &v) != 0)
 		fail_msg("'%s' (max %lld ms) refused", s, max);
 	if (v != want)
 		fail_msg("'%s': %lld ms, want %lld", s, v, want);
@@ -818,7 +820,7 @@ static void seconds_bad(const char *s, long long max)
 {
 	long long v = -7;
 
-	if (parse_seconds_ms(s, max, &v) != -1)
+	if (mafl_parse_seconds_ms(s, max, &v) != -1)
 		fail_msg("'%s' (max %lld ms) accepted as %lld", s, max, v);
 	assert_int_equal(v, -7);
 }
@@ -876,13 +878,13 @@ static void test_parse_seconds_ms_huge_max(void **state)
 }
 
 /* ----------------------------------------------------------------------------------------- */
-/* parse_u64 */
+/* mafl_parse_u64 */
 
 static void u64_ok(const char *s, unsigned long long max, unsigned long long want)
 {
 	unsigned long long v = 77;
 
-	if (parse_u64(s, max, &v) != 0)
+	if (mafl_parse_u64(s, max, &v) != 0)
 		fail_msg("'%s' (max %llu) refused", s, max);
 	if (v != want)
 		fail_msg("'%s': %llu, want %llu", s, v, want);
@@ -892,7 +894,7 @@ static void u64_bad(const char *s, unsigned long long max)
 {
 	unsigned long long v = 77;
 
-	if (parse_u64(s, max, &v) != -1)
+	if (mafl_parse_u64(s, max, &v) != -1)
 		fail_msg("'%s' (max %llu) accepted as %llu", s, max, v);
 	assert_int_equal(v, 77);
 }
@@ -941,7 +943,7 @@ static void test_parse_u64_small_max(void **state)
 }
 
 /* ----------------------------------------------------------------------------------------- */
-/* str_copy */
+/* mafl_str_copy */
 
 static void test_str_copy(void **state)
 {
@@ -949,21 +951,21 @@ static void test_str_copy(void **state)
 
 	(void)state;
 	memset(buf, 'z', sizeof(buf));
-	str_copy(buf, sizeof(buf), "abc");
+	mafl_str_copy(buf, sizeof(buf), "abc");
 	assert_string_equal(buf, "abc");
 	assert_int_equal(buf[4], 'z'); /* nothing written past the terminator */
-	str_copy(buf, sizeof(buf), "");
+	mafl_str_copy(buf, sizeof(buf), "");
 	assert_string_equal(buf, "");
-	str_copy(buf, sizeof(buf), "1234567");
+	mafl_str_copy(buf, sizeof(buf), "1234567");
 	assert_string_equal(buf, "1234567");
-	str_copy(buf, sizeof(buf), "123456789abc");
+	mafl_str_copy(buf, sizeof(buf), "123456789abc");
 	assert_string_equal(buf, "1234567");
-	str_copy(buf, 4, "hello");
+	mafl_str_copy(buf, 4, "hello");
 	assert_string_equal(buf, "hel");
-	str_copy(buf, 1, "hello");
+	mafl_str_copy(buf, 1, "hello");
 	assert_string_equal(buf, "");
 	memset(buf, 'z', sizeof(buf));
-	str_copy(buf, 0, "hello"); /* no room at all: untouched */
+	mafl_str_copy(buf, 0, "hello"); /* no room at all: untouched */
 	assert_int_equal(buf[0], 'z');
 	/* Truncation in a struct field, as the launcher uses it. */
 	{
@@ -973,7 +975,7 @@ static void test_str_copy(void **state)
 		} s;
 
 		memset(&s, 'g', sizeof(s));
-		str_copy(s.name, sizeof(s.name), "overlong");
+		mafl_str_copy(s.name, sizeof(s.name), "overlong");
 		assert_string_equal(s.name, "ove");
 		assert_memory_equal(s.guard, "gggg", 4);
 	}
