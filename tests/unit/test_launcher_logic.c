@@ -1,6 +1,6 @@
 /* Unit tests for the launcher's pure logic: the Python environment (guest/run.c), the
  * /proc/PID/stat parser and the descendant check (guest/tree.c), the channel's call lines,
- * its UTF-8 check and when it reads a response again (guest/channel.c) and the small parsers
+ * its UTF-8 check and when it reads a response again (guest/channel_files.c) and the small parsers
  * of guest/util.c. */
 #include <errno.h>
 #include <fcntl.h>
