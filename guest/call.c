@@ -15,24 +15,6 @@
 
 #define CALL_EXIT_REFUSED 1
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: maf-launch call [--timeout S] TOOL [ARGUMENTS]\n"
-		"\n"
-		"Calls the host tool TOOL from inside a run started by 'maf-launch run', through\n"
-		"the channel named by MAF_HOST_TOOLS_FD, or, without that descriptor, through the\n"
-		"socket named by MAF_HOST_TOOLS_SOCKET. ARGUMENTS is a JSON object (default {});\n"
-		"'-' reads it from stdin. Prints the tool's value as JSON on stdout.\n"
-		"\n"
-		"Options:\n"
-		"  --timeout S   give up after S seconds (default: wait as long as the run lasts)\n"
-		"  --help        print this help\n"
-		"\n"
-		"Exit codes: 0 the value was printed, 1 the call was refused (the sentence is on\n"
-		"stderr), 2 usage, 125 no channel or the channel failed.\n");
-}
-
 /* Reads all of stdin, at most MAFL_CHANNEL_LINE_MAX bytes. */
 static char *read_stdin(size_t *len)
 {
@@ -155,27 +137,17 @@ int mafl_cmd_call(int argc, char **argv)
 	char *stdin_buf = NULL, *line, *answer;
 	size_t args_len, alen;
 	cJSON *args, *req, *ans, *val, *ref;
-	int i = 1, fd, rc;
+	struct mafl_args a;
+	const char *v;
+	int i, fd, rc;
 
-	for (; i < argc && argv[i][0] == '-' && argv[i][1]; i++) {
-		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			usage(stdout);
-			return 0;
-		}
-		if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc) {
-			if (mafl_parse_seconds_ms(argv[++i], 86400000LL,
-						  &timeout_ms) < 0 || !timeout_ms)
-				mafl_die(MAFP_EXIT_USAGE, "--timeout takes a positive number "
-					 "of seconds");
-			continue;
-		}
-		if (strcmp(argv[i], "--") == 0) {
-			i++;
-			break;
-		}
-		mafl_die(MAFP_EXIT_USAGE, "unknown option '%s' (try 'maf-launch call --help')",
-			 argv[i]);
+	mafl_opt_init(&a, &mafl_commands[MAFL_COMMAND_CALL], argc, argv);
+	while (mafl_opt_next(&a, &v) != MAFL_OPT_END) {
+		/* --timeout, its one option but --help */
+		if (mafl_parse_seconds_ms(v, 86400000LL, &timeout_ms) < 0 || !timeout_ms)
+			mafl_die(MAFP_EXIT_USAGE, "--timeout takes a positive number of seconds");
 	}
+	i = a.i;
 	if (i >= argc)
 		mafl_die(MAFP_EXIT_USAGE, "no TOOL given (try 'maf-launch call --help')");
 	if (argc - i > 2)

@@ -42,35 +42,6 @@
  * SIGCHLD here, so whether anyone is left is looked at this often as well. */
 #define INIT_GRACE_POLL_MS 50
 
-static void usage(FILE *f)
-{
-	fputs("usage: maf-launch init [--grace S] [--] [CMD [ARG]...]\n"
-	      "\n"
-	      "A minimal init for container images (ENTRYPOINT [\"/usr/local/bin/maf-launch\",\n"
-	      "\"init\"]): reaps every process handed to it, such as the supervisors that\n"
-	      "'maf-launch run' leaves behind a 'docker exec', and exits cleanly on\n"
-	      "'docker stop'.\n"
-	      "\n"
-	      "Without CMD it waits and reaps until SIGTERM or SIGINT, then exits 0.\n"
-	      "With CMD it runs CMD as its child, forwards SIGTERM, SIGINT, SIGHUP, SIGQUIT,\n"
-	      "SIGUSR1, SIGUSR2 and SIGWINCH to it, and exits with CMD's status (128+N when\n"
-	      "signal N ended it). CMD is looked up in PATH.\n"
-	      "\n"
-	      "As PID 1, before it exits, it sends SIGTERM to every other process in the\n"
-	      "container (each run's supervisor then ends its run and writes its markers),\n"
-	      "waits up to the grace for them to be gone, and SIGKILLs the rest; a second\n"
-	      "SIGTERM or SIGINT cuts the grace short. When it is not PID 1, it makes itself\n"
-	      "the child subreaper, so it still reaps CMD's orphans while it runs, and it\n"
-	      "signals nothing but CMD: what still runs when it exits goes to the next reaper.\n"
-	      "\n"
-	      "  --grace S   seconds the other processes have to end, as PID 1 (default: 5;\n"
-	      "              keep it below the engine's stop timeout, 10 s for docker stop)\n"
-	      "  --help      print this help\n"
-	      "\n"
-	      "Exit codes: CMD's status; without CMD 0; 2 usage; 125 init failed; 126 CMD\n"
-	      "cannot be executed; 127 CMD not found.\n", f);
-}
-
 /* What the loop knows. The signalfd is owned here and never closed: init exits with it. */
 struct init {
 	int sfd;
@@ -177,29 +148,18 @@ int mafl_cmd_init(int argc, char **argv)
 	sigset_t mask, old;
 	const char *v;
 	char **cmd = NULL;
+	struct mafl_args a;
 	size_t k;
-	int i;
 
-	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
-		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			usage(stdout);
-			return 0;
-		}
-		if (strcmp(argv[i], "--") == 0) {
-			i++;
-			break;
-		}
-		if (mafl_opt_take(argc, argv, &i, "--grace", &v)) {
-			if (mafl_parse_seconds_ms(v, INIT_GRACE_MAX_MS, &grace_ms) < 0)
-				mafl_die(MAFP_EXIT_USAGE, "--grace takes a number of seconds "
-					 "up to 3600, not '%s'", v);
-			continue;
-		}
-		mafl_die(MAFP_EXIT_USAGE, "unknown option '%s' (try 'maf-launch init --help')",
-			 argv[i]);
+	mafl_opt_init(&a, &mafl_commands[MAFL_COMMAND_INIT], argc, argv);
+	while (mafl_opt_next(&a, &v) != MAFL_OPT_END) {
+		/* --grace, its one option but --help */
+		if (mafl_parse_seconds_ms(v, INIT_GRACE_MAX_MS, &grace_ms) < 0)
+			mafl_die(MAFP_EXIT_USAGE, "--grace takes a number of seconds up to 3600, "
+				 "not '%s'", v);
 	}
-	if (i < argc)
-		cmd = argv + i;
+	if (a.i < argc)
+		cmd = argv + a.i;
 
 	in.pid1 = getpid() == 1;
 	if (!in.pid1 && prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)

@@ -40,61 +40,36 @@ int mafl_policy_option(struct mafl_policy *p, const char *opt, const char *val)
 	return 0;
 }
 
-/* The filter names the supervisor's pid; a run fills in its own. */
-#define POLICY_EXAMPLE_SUPERVISOR 4242
-
-static void usage(FILE *f)
-{
-	fprintf(f, "usage: maf-launch policy [--egress closed|open] [--seccomp default|off]\n  "
-		"                       [--supervisor-pid PID] [--floor]\n\nPrints the seccomp "
-		"filter 'maf-launch run' would load with the same options, as\nlibseccomp's "
-		"pseudo filter code (PFC). Prints nothing with --seccomp off.\nThe filter "
-		"denies signals to the run's supervisor, so it names its pid: a run\nfills in "
-		"its own; PID (default %d) stands for it here.\n\nA run loads a second filter "
-		"after it, the floor, which compares syscall\nnumbers only: it denies the "
-		"newer calls the policy denies whether libseccomp\nknows their names or not, "
-		"and answers ENOSYS to every number the policy does\nnot know. --floor prints "
-		"its instructions instead of the PFC.\n\nA run does not build the filter: it "
-		"loads the one libseccomp built when\nmaf-launch was built, with the "
-		"supervisor's pid filled in, and so does this\ncommand print it (maf-launch "
-		"links no libseccomp). The build checks that\nfilling in a pid gives what "
-		"libseccomp builds for it; so does\n'build/gen/filtergen --check PID...' in "
-		"the source tree.\n", POLICY_EXAMPLE_SUPERVISOR);
-}
-
 int mafl_cmd_policy(int argc, char **argv)
 {
 	struct mafl_policy p = {.seccomp = 1, .egress_open = 0, .landlock = 1,
-				.supervisor = POLICY_EXAMPLE_SUPERVISOR};
+				.supervisor = MAFL_POLICY_EXAMPLE_SUPERVISOR};
 	unsigned long long pid;
-	int i, rc, floor = 0;
+	struct mafl_args a;
+	const char *v;
+	int key, rc, floor = 0;
 
-	for (i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			usage(stdout);
-			return 0;
-		}
-		if (strcmp(argv[i], "--supervisor-pid") == 0 && i + 1 < argc) {
-			if (mafl_parse_u64(argv[++i], 0x3fffffff, &pid) < 0 || pid == 0)
+	mafl_opt_init(&a, &mafl_commands[MAFL_COMMAND_POLICY], argc, argv);
+	while ((key = mafl_opt_next(&a, &v)) != MAFL_OPT_END) {
+		switch (key) {
+		case MAFL_O_SUPERVISOR_PID:
+			if (mafl_parse_u64(v, 0x3fffffff, &pid) < 0 || pid == 0)
 				mafl_die(MAFP_EXIT_USAGE, "--supervisor-pid takes a pid");
 			p.supervisor = (int)pid;
-			continue;
-		}
-		if (strcmp(argv[i], "--check") == 0)
-			mafl_die(MAFP_EXIT_USAGE, "--check is done when maf-launch is built "
-				 "(this binary links no libseccomp): build/gen/filtergen "
-				 "--check PID...");
-		if (strcmp(argv[i], "--floor") == 0) {
+			break;
+		case MAFL_O_CHECK:
+			mafl_die(MAFP_EXIT_USAGE, "--check is done when maf-launch is built (this "
+				 "binary links no libseccomp): build/gen/filtergen --check PID...");
+		case MAFL_O_FLOOR:
 			floor = 1;
-			continue;
+			break;
+		case MAFL_O_EGRESS:
+			mafl_policy_option(&p, "--egress", v);
+			break;
+		case MAFL_O_SECCOMP:
+			mafl_policy_option(&p, "--seccomp", v);
+			break;
 		}
-		if (strcmp(argv[i], "--landlock") != 0 &&
-		    mafl_policy_option(&p, argv[i], i + 1 < argc ? argv[i + 1] : NULL)) {
-			i++;
-			continue;
-		}
-		usage(stderr);
-		mafl_die(MAFP_EXIT_USAGE, "unknown option '%s'", argv[i]);
 	}
 	fflush(stdout);
 	rc = floor ? mafl_seccomp_export_floor(&p, 1) : mafl_seccomp_export_pfc(&p, 1);

@@ -62,7 +62,8 @@ uint64_t mafl_program_ignored_signals(void)
 	if ((size_t)(end - p) <= sizeof(key))
 		return ~(uint64_t)0;
 	for (p += sizeof(key) - 1; p < end && *p != '\n'; p++) {
-		int d = *p >= '0' && *p <= '9' ? *p - '0' : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 : -1;
+		int d = *p >= '0' && *p <= '9' ? *p - '0'
+			: *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 : -1;
 
 		if (d < 0 || mask >> 60)
 			return ~(uint64_t)0;

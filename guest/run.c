@@ -26,55 +26,6 @@
 
 extern char **environ;
 
-static void usage(FILE *f)
-{
-	fprintf(f, "usage: maf-launch run --run-dir R [OPTION]... [--] PROGRAM "
-		"[ARG]...\n\nStarts PROGRAM detached from the caller, in R/work, with its "
-		"stdout and stderr\nmerged into R/host_tools/program_output.txt, and returns "
-		"once PROGRAM has been\nexec'd. A supervisor stays with it: it enforces the "
-		"timeout, ends every process\nof the run when PROGRAM ends, and writes "
-		"R/host_tools/program_exit.json and then\nR/host_tools/program_exit_code "
-		"(128+N when killed by signal N).\n\nThe program inherits the call channel: "
-		"MAF_HOST_TOOLS_FD names the descriptor,\nMAF_HOST_TOOLS lists the --tool "
-		"names; 'maf-launch call' uses it.\n\nOn success prints one JSON line "
-		"{\"pid\", \"supervisor_pid\", \"session\"} and\nthe line 'maf-host-tools: "
-		"session'.\n\nOptions:\n  --run-dir R             the run directory: absolute, "
-		"existing, not a symlink,\n                          no ':' or '\\' "
-		"(required); anywhere: below a directory\n                          the "
-		"program's identity may not pass (a root\n                          "
-		"launcher's), the program sees R alone of it (a\n                          "
-		"mount namespace of its own; needs CAP_SYS_ADMIN)\n  --timeout S             "
-		"wall-clock limit in seconds (fractions allowed); then\n                       "
-		"   SIGTERM, the grace, SIGKILL (default: none)\n  --grace S               "
-		"seconds between SIGTERM and SIGKILL (default: 2)\n  --max-output-bytes N    "
-		"keep at most N bytes of output; the rest is counted and\n                     "
-		"     dropped, and the truncation recorded (default: 67108864)\n  --egress "
-		"closed|open    closed: sockets other than AF_UNIX fail with EPERM\n           "
-		"               (default: closed)\n  --seccomp default|off   the default "
-		"seccomp filter, or none (default: default)\n  --landlock auto|off     "
-		"Landlock where the kernel has it, or not at all\n                          "
-		"(default: auto)\n  --tool NAME             a tool the program may call "
-		"through the channel\n                          (repeatable; without any, "
-		"every name is passed on)\n  --max-calls N           calls the channel passes "
-		"on before it refuses them\n                          itself (default: no "
-		"limit of its own)\n  --user UID[:GID]        run PROGRAM as UID (and GID, "
-		"default UID); needs a\n                          privileged launcher. Default "
-		"when the launcher is root:\n                          an identity of the "
-		"run's own, 1048576 + the\n                          supervisor's pid "
-		"(268435456 + it from 1048576 on);\n                          otherwise the "
-		"launcher's own.\n                          --user 0 keeps root and its "
-		"capabilities: only for\n                          a program trusted more than "
-		"the sandbox\n  --max-procs N           processes and threads of the run's "
-		"identity, when it\n                          has one of its own "
-		"(RLIMIT_NPROC; default: 256; 0: none)\n  --max-memory BYTES      address "
-		"space of each process of the run (RLIMIT_AS;\n                          "
-		"suffixes K, M, G; default: 4G; 0: none)\n  --writable PATH         a "
-		"directory or file outside R the program may also\n                          "
-		"write (Landlock; repeatable, at most 16)\n  --help                  print "
-		"this help\n\nExit codes: 0 PROGRAM is running, 2 usage, 125 launcher failure, "
-		"126 PROGRAM\ncannot be executed, 127 PROGRAM not found.\n");
-}
-
 /* UID or UID:GID, each 1 .. 2^32-2 (-1 means "unchanged" to setresuid); or 0 (0:0), which
  * keeps the launcher's root. */
 static int parse_user(const char *s, long long *uid, long long *gid)
@@ -128,11 +79,84 @@ static int parse_bytes(const char *s, unsigned long long *out)
 	return 0;
 }
 
+/* Applies one option of run's to o. */
+static void run_option(struct run_opts *o, int key, const char *v, size_t *ntools,
+		       size_t *nwritable)
+{
+	switch (key) {
+	case MAFL_O_TIMEOUT:
+		if (mafl_parse_seconds_ms(v, 86400000LL * 365, &o->timeout_ms) < 0 ||
+		    o->timeout_ms == 0)
+			mafl_die(MAFP_EXIT_USAGE, "--timeout takes a positive number of seconds, "
+				 "not '%s'", v);
+		break;
+	case MAFL_O_GRACE:
+		if (mafl_parse_seconds_ms(v, 3600000LL, &o->grace_ms) < 0)
+			mafl_die(MAFP_EXIT_USAGE, "--grace takes a number of seconds up to 3600, "
+				 "not '%s'", v);
+		break;
+	case MAFL_O_MAX_OUTPUT_BYTES:
+		if (mafl_parse_u64(v, 1ull << 50, &o->max_output) < 0)
+			mafl_die(MAFP_EXIT_USAGE, "--max-output-bytes takes a byte count, not '%s'",
+				 v);
+		break;
+	case MAFL_O_TOOL:
+		if (!mafp_tool_name_valid(v))
+			mafl_die(MAFP_EXIT_USAGE, "--tool takes a tool name (1 to %d printable "
+				 "characters, no space, '/', '\\' or '\"'), not '%s'",
+				 MAFP_TOOL_NAME_MAX, v);
+		o->tools = realloc(o->tools, (*ntools + 2) * sizeof(*o->tools));
+		if (!o->tools)
+			mafl_die(MAFP_EXIT_LAUNCHER, "out of memory");
+		o->tools[(*ntools)++] = (char *)v;
+		o->tools[*ntools] = NULL;
+		break;
+	case MAFL_O_USER:
+		if (parse_user(v, &o->user_uid, &o->user_gid) < 0)
+			mafl_die(MAFP_EXIT_USAGE, "--user takes UID or UID:GID, numbers from 1 to "
+				 "%u, or 0 (root), not '%s'", UINT32_MAX - 1, v);
+		break;
+	case MAFL_O_MAX_PROCS:
+		if (mafl_parse_u64(v, 1u << 22, &o->max_procs) < 0)
+			mafl_die(MAFP_EXIT_USAGE, "--max-procs takes a count up to %u, not '%s'",
+				 1u << 22, v);
+		break;
+	case MAFL_O_MAX_MEMORY:
+		if (parse_bytes(v, &o->max_memory) < 0)
+			mafl_die(MAFP_EXIT_USAGE, "--max-memory takes a byte count (suffixes K, M, "
+				 "G), 0 for none, or at least 16M, not '%s'", v);
+		break;
+	case MAFL_O_WRITABLE:
+		if (*nwritable == MAFL_WRITABLE_MAX)
+			mafl_die(MAFP_EXIT_USAGE, "--writable is given more than %d times",
+				 MAFL_WRITABLE_MAX);
+		if (v[0] != '/')
+			mafl_die(MAFP_EXIT_USAGE, "--writable takes an absolute path, not '%s'", v);
+		o->writable[(*nwritable)++] = v;
+		break;
+	case MAFL_O_MAX_CALLS:
+		if (mafl_parse_u64(v, MAFP_CALL_ID_MAX, &o->max_calls) < 0 || o->max_calls == 0)
+			mafl_die(MAFP_EXIT_USAGE, "--max-calls takes a positive count up to %d, "
+				 "not '%s'", MAFP_CALL_ID_MAX, v);
+		break;
+	case MAFL_O_EGRESS:
+		mafl_policy_option(&o->policy, "--egress", v);
+		break;
+	case MAFL_O_SECCOMP:
+		mafl_policy_option(&o->policy, "--seccomp", v);
+		break;
+	case MAFL_O_LANDLOCK:
+		mafl_policy_option(&o->policy, "--landlock", v);
+		break;
+	}
+}
+
 void mafl_run_parse_args(int argc, char **argv, struct run_opts *o)
 {
-	const char *run_dir = NULL, *why;
+	const char *run_dir = NULL, *why, *v;
 	size_t ntools = 0, nwritable = 0;
-	int i;
+	struct mafl_args a;
+	int key;
 
 	memset(o, 0, sizeof(*o));
 	o->grace_ms = MAFL_DEFAULT_GRACE_MS;
@@ -143,97 +167,25 @@ void mafl_run_parse_args(int argc, char **argv, struct run_opts *o)
 	o->policy.seccomp = 1;
 	o->policy.landlock = 1;
 
-	for (i = 1; i < argc; i++) {
-		static const char *const policy_opts[] = {"--egress", "--seccomp", "--landlock"};
-		const char *a = argv[i], *v;
-		size_t k;
-
-		if (strcmp(a, "--") == 0) {
-			i++;
-			break;
-		}
-		if (a[0] != '-')
-			break;
-		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-			usage(stdout);
-			exit(0);
-		}
-		if (mafl_opt_take(argc, argv, &i, "--run-dir", &v)) {
+	mafl_opt_init(&a, &mafl_commands[MAFL_COMMAND_RUN], argc, argv);
+	while ((key = mafl_opt_next(&a, &v)) != MAFL_OPT_END) {
+		if (key == MAFL_O_RUN_DIR)
 			run_dir = v;
-		} else if (mafl_opt_take(argc, argv, &i, "--timeout", &v)) {
-			if (mafl_parse_seconds_ms(v, 86400000LL * 365, &o->timeout_ms) < 0 ||
-			    o->timeout_ms == 0)
-				mafl_die(MAFP_EXIT_USAGE, "--timeout takes a positive number "
-					 "of seconds, not '%s'", v);
-		} else if (mafl_opt_take(argc, argv, &i, "--grace", &v)) {
-			if (mafl_parse_seconds_ms(v, 3600000LL, &o->grace_ms) < 0)
-				mafl_die(MAFP_EXIT_USAGE, "--grace takes a number of seconds "
-					 "up to 3600, not '%s'", v);
-		} else if (mafl_opt_take(argc, argv, &i, "--max-output-bytes", &v)) {
-			if (mafl_parse_u64(v, 1ull << 50, &o->max_output) < 0)
-				mafl_die(MAFP_EXIT_USAGE, "--max-output-bytes takes a byte "
-					 "count, not '%s'", v);
-		} else if (mafl_opt_take(argc, argv, &i, "--tool", &v)) {
-			if (!mafp_tool_name_valid(v))
-				mafl_die(MAFP_EXIT_USAGE, "--tool takes a tool name (1 to %d "
-					 "printable characters, no space, '/', '\\' or '\"'), "
-					 "not '%s'", MAFP_TOOL_NAME_MAX, v);
-			o->tools = realloc(o->tools, (ntools + 2) * sizeof(*o->tools));
-			if (!o->tools)
-				mafl_die(MAFP_EXIT_LAUNCHER, "out of memory");
-			o->tools[ntools++] = (char *)v;
-			o->tools[ntools] = NULL;
-		} else if (mafl_opt_take(argc, argv, &i, "--user", &v)) {
-			if (parse_user(v, &o->user_uid, &o->user_gid) < 0)
-				mafl_die(MAFP_EXIT_USAGE, "--user takes UID or UID:GID, "
-					 "numbers from 1 to %u, or 0 (root), not '%s'",
-					 UINT32_MAX - 1, v);
-		} else if (mafl_opt_take(argc, argv, &i, "--max-procs", &v)) {
-			if (mafl_parse_u64(v, 1u << 22, &o->max_procs) < 0)
-				mafl_die(MAFP_EXIT_USAGE, "--max-procs takes a count up to %u, "
-					 "not '%s'", 1u << 22, v);
-		} else if (mafl_opt_take(argc, argv, &i, "--max-memory", &v)) {
-			if (parse_bytes(v, &o->max_memory) < 0)
-				mafl_die(MAFP_EXIT_USAGE, "--max-memory takes a byte count "
-					 "(suffixes K, M, G), 0 for none, or at least 16M, not "
-					 "'%s'", v);
-		} else if (mafl_opt_take(argc, argv, &i, "--writable", &v)) {
-			if (nwritable == MAFL_WRITABLE_MAX)
-				mafl_die(MAFP_EXIT_USAGE, "--writable is given more than %d times",
-					 MAFL_WRITABLE_MAX);
-			if (v[0] != '/')
-				mafl_die(MAFP_EXIT_USAGE, "--writable takes an absolute path, "
-					 "not '%s'", v);
-			o->writable[nwritable++] = v;
-		} else if (mafl_opt_take(argc, argv, &i, "--max-calls", &v)) {
-			if (mafl_parse_u64(v, MAFP_CALL_ID_MAX,
-					   &o->max_calls) < 0 || o->max_calls == 0)
-				mafl_die(MAFP_EXIT_USAGE, "--max-calls takes a positive count "
-					 "up to %d, not '%s'", MAFP_CALL_ID_MAX, v);
-		} else {
-			for (k = 0; k < sizeof(policy_opts) / sizeof(policy_opts[0]); k++) {
-				if (mafl_opt_take(argc, argv, &i, policy_opts[k], &v)) {
-					mafl_policy_option(&o->policy, policy_opts[k], v);
-					break;
-				}
-			}
-			if (k == sizeof(policy_opts) / sizeof(policy_opts[0]))
-				mafl_die(MAFP_EXIT_USAGE, "unknown option '%s' (try "
-					 "'maf-launch run --help')", a);
-		}
+		else
+			run_option(o, key, v, &ntools, &nwritable);
 	}
 	if (!run_dir)
 		mafl_die(MAFP_EXIT_USAGE, "--run-dir is required (try 'maf-launch run --help')");
-	if (i >= argc)
+	if (a.i >= argc)
 		mafl_die(MAFP_EXIT_USAGE, "no PROGRAM to run (try 'maf-launch run --help')");
-	if (argv[i][0] == '\0')
+	if (argv[a.i][0] == '\0')
 		mafl_die(MAFP_EXIT_USAGE, "PROGRAM is an empty string");
 	if (mafp_run_dir_check(run_dir, &why) < 0)
 		mafl_die(MAFP_EXIT_USAGE, "bad --run-dir '%s': %s", run_dir, why);
 	snprintf(o->run_dir, sizeof(o->run_dir), "%s", run_dir);
 	while (strlen(o->run_dir) > 1 && o->run_dir[strlen(o->run_dir) - 1] == '/')
 		o->run_dir[strlen(o->run_dir) - 1] = '\0';
-	o->argv = argv + i;
+	o->argv = argv + a.i;
 }
 
 int mafl_run_pythonpath_entry_ok(const char *e, size_t len, const char *run_dir)

@@ -39,34 +39,6 @@
 #define STOP_EXIT_LOST 3
 #define STOP_KILL_WAIT_MS 5000		/* for P to die after SIGKILL */
 
-static void usage(FILE *f)
-{
-	fputs("usage: maf-launch stop --run-dir R --supervisor-pid P [--timeout S]\n"
-	      "\n"
-	      "Ends run R's whole process tree through its supervisor P (supervisor_pid in the\n"
-	      "launch line), and signals nothing before P is proven to be it: through a pidfd\n"
-	      "(so a recycled pid is never hit), P must run this maf-launch executable, lead\n"
-	      "its own session and be 'maf-launch run' with --run-dir R (trailing slashes\n"
-	      "aside). Then SIGTERM to P, which stops the run (status \"stopped\"); if P has not\n"
-	      "exited after the timeout, SIGKILL to its descendants and to P (the exit record\n"
-	      "may then be missing).\n"
-	      "Prints the exit record (R/host_tools/program_exit.json) if there is one.\n"
-	      "When the launcher was root, every process of the run's own identity (uid\n"
-	      "1048576 + P, or 268435456 + P from P 1048576 on) is killed too, wherever it\n"
-	      "went: also when P is gone, so that nothing of a run whose supervisor was\n"
-	      "killed survives it.\n"
-	      "\n"
-	      "  --run-dir R          the run directory (required)\n"
-	      "  --supervisor-pid P   the run's supervisor (required)\n"
-	      "  --timeout S          seconds to wait for P before killing (default: 10)\n"
-	      "\n"
-	      "Exit codes: 0 the run has ended (or had already: P is gone and left the exit\n"
-	      "marker), 1 P is not the supervisor of run R (nothing signalled), 3 the run is\n"
-	      "lost: P is gone and left no exit marker and record it wrote (a marker or record\n"
-	      "that is not the supervisor's own is not accepted), 2 usage, 125 other failure.\n",
-	      f);
-}
-
 /* The process the host named: pidfd is -1 when the kernel has no pidfd_open. */
 struct target {
 	pid_t pid;
@@ -264,47 +236,50 @@ static void kill_tree(const struct target *t)
 	target_signal(t, SIGKILL);
 }
 
-int mafl_cmd_stop(int argc, char **argv)
+/* Reads stop's options: R without its trailing slashes into run_dir, P into *pid, the
+ * timeout into *timeout_ms. */
+static void stop_parse(int argc, char **argv, char *run_dir, unsigned long long *pid,
+		       long long *timeout_ms)
 {
 	const char *run_dir_arg = NULL, *pid_arg = NULL, *v, *why;
-	char run_dir[MAFP_RUN_DIR_MAX + 1], reason[768];
-	long long timeout_ms = STOP_DEFAULT_TIMEOUT_MS;
-	unsigned long long pid;
-	struct target t;
-	struct stat self;
+	struct mafl_args a;
 	size_t len;
-	int i;
+	int key;
 
-	for (i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			usage(stdout);
-			return 0;
-		}
-		if (mafl_opt_take(argc, argv, &i, "--run-dir", &v)) {
+	*timeout_ms = STOP_DEFAULT_TIMEOUT_MS;
+	mafl_opt_init(&a, &mafl_commands[MAFL_COMMAND_STOP], argc, argv);
+	while ((key = mafl_opt_next(&a, &v)) != MAFL_OPT_END) {
+		if (key == MAFL_O_RUN_DIR)
 			run_dir_arg = v;
-		} else if (mafl_opt_take(argc, argv, &i, "--supervisor-pid", &v)) {
+		else if (key == MAFL_O_SUPERVISOR_PID)
 			pid_arg = v;
-		} else if (mafl_opt_take(argc, argv, &i, "--timeout", &v)) {
-			if (mafl_parse_seconds_ms(v, 86400000LL, &timeout_ms) < 0)
-				mafl_die(MAFP_EXIT_USAGE, "--timeout takes a number of seconds "
-					 "up to 86400, not '%s'", v);
-		} else {
-			mafl_die(MAFP_EXIT_USAGE, "unexpected argument '%s' (try 'maf-launch "
-				 "stop --help')", argv[i]);
-		}
+		else if (mafl_parse_seconds_ms(v, 86400000LL, timeout_ms) < 0)
+			mafl_die(MAFP_EXIT_USAGE, "--timeout takes a number of seconds up to "
+				 "86400, not '%s'", v);
 	}
 	if (!run_dir_arg || !pid_arg)
 		mafl_die(MAFP_EXIT_USAGE, "--run-dir and --supervisor-pid are required (try "
 			 "'maf-launch stop --help')");
 	if (mafp_run_dir_check(run_dir_arg, &why) < 0)
 		mafl_die(MAFP_EXIT_USAGE, "bad --run-dir '%s': %s", run_dir_arg, why);
-	if (mafl_parse_u64(pid_arg, 0x7fffffff, &pid) < 0 || pid < 2)
+	if (mafl_parse_u64(pid_arg, 0x7fffffff, pid) < 0 || *pid < 2)
 		mafl_die(MAFP_EXIT_USAGE, "--supervisor-pid takes a process id greater than 1, "
 			 "not '%s'", pid_arg);
 	len = strlen(run_dir_arg);
 	memcpy(run_dir, run_dir_arg, len + 1);
 	strip_slashes(run_dir, &len);
 	run_dir[len] = '\0';
+}
+
+int mafl_cmd_stop(int argc, char **argv)
+{
+	char run_dir[MAFP_RUN_DIR_MAX + 1], reason[768];
+	long long timeout_ms;
+	unsigned long long pid;
+	struct target t;
+	struct stat self;
+
+	stop_parse(argc, argv, run_dir, &pid, &timeout_ms);
 	if ((pid_t)pid == getpid())
 		mafl_die(STOP_EXIT_NOT_SUPERVISOR, "process %llu is this stop command; nothing was "
 			 "signalled", pid);

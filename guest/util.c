@@ -236,23 +236,6 @@ void mafl_str_copy(char *dst, size_t size, const char *src)
 	dst[n] = '\0';
 }
 
-int mafl_opt_take(int argc, char **argv, int *i, const char *name, const char **value)
-{
-	const char *a = argv[*i];
-	size_t n = strlen(name);
-
-	if (strncmp(a, name, n) != 0 || (a[n] != '\0' && a[n] != '='))
-		return 0;
-	if (a[n] == '=') {
-		*value = a + n + 1;
-		return 1;
-	}
-	if (*i + 1 >= argc)
-		mafl_die(MAFP_EXIT_USAGE, "%s needs a value", name);
-	*value = argv[++*i];
-	return 1;
-}
-
 int mafl_open_regular_at(int dirfd, const char *name, struct stat *st)
 {
 	int fd, err;

@@ -57,11 +57,6 @@ long long mafl_now_ms_syscall(void);
 /* Copies src into dst of size bytes, truncating, always terminated. */
 void mafl_str_copy(char *dst, size_t size, const char *src);
 
-/* If argv[*i] is the option name, as "NAME VALUE" or "NAME=VALUE", sets *value (borrowed from
- * argv), advances *i past a separate value and returns 1; else returns 0. Dies with the usage
- * exit code when the value is missing. */
-int mafl_opt_take(int argc, char **argv, int *i, const char *name, const char **value);
-
 struct stat;
 /* Opens dirfd/name for reading only if it is a regular file: a symlink is never followed, a
  * FIFO never blocks, a device is never opened. Fills *st. Returns a close-on-exec descriptor,

@@ -65,61 +65,6 @@
 /* wait and relay look every millisecond this long before they make inotify watches. */
 #define WAIT_LOOK_FIRST_MS 100
 
-static void usage(FILE *f)
-{
-	fputs("usage: maf-launch wait --run-dir R --next N --timeout-ms T [--max-bytes B]\n"
-	      "                       [--supervisor-pid P]\n"
-	      "\n"
-	      "Blocks on inotify until request N (R/host_tools/host_tool_calls/NNNN.request.json)\n"
-	      "or the exit marker (R/host_tools/program_exit_code) exists, or T ms have passed,\n"
-	      "then prints one event and exits 0; a request comes before the exit. Prints a\n"
-	      "JSON line, then exactly \"size\" raw bytes of the file when it has no \"error\"\n"
-	      "nor \"oversized\" (a symlink, directory or FIFO is never opened):\n"
-	      "  {\"event\":\"request\",\"id\":N,\"size\":L}  (L <= B; else \"oversized\":true)\n"
-	      "  {\"event\":\"request\",\"id\":N,\"size\":0,\"error\":\"not a regular file\"}\n"
-	      "  {\"event\":\"exit\",\"size\":L}           (L <= 32; same error and oversized)\n"
-	      "  {\"event\":\"timeout\"}\n"
-	      "  {\"event\":\"lost\"}  (with --supervisor-pid: P is gone, or is not R's\n"
-	      "                    supervisor, and there is no exit marker)\n"
-	      "Creates R/host_tools/host_tool_calls if it is missing.\n"
-	      "\n"
-	      "  --run-dir R      the run directory (required)\n"
-	      "  --next N         the call id to wait for, 1..999999 (required)\n"
-	      "  --timeout-ms T   milliseconds to wait, up to 86400000; 0 looks once (required)\n"
-	      "  --max-bytes B    the largest request printed (default: 1048576)\n"
-	      "\n"
-	      "Exit codes: 0 an event (a timeout too) was printed, 2 usage, 125 failure.\n", f);
-}
-
-static void relay_usage(FILE *f)
-{
-	fputs("usage: maf-launch relay --run-dir R --next N --timeout-ms T\n"
-	      "                        [--answer ID --value-stdin] [--max-answer-bytes A]\n"
-	      "                        [--max-bytes B] [--supervisor-pid P]\n"
-	      "\n"
-	      "Writes the answer to call ID, when given, then waits as 'maf-launch wait' does\n"
-	      "and prints the same events. The answer is stdin, read to its end: the whole\n"
-	      "response file (R/host_tools/host_tool_calls/IIII.response.json), written under\n"
-	      "a temporary name and renamed into place, so a reader sees it whole or not at\n"
-	      "all. It is never an argument, which any process may read while the relay\n"
-	      "waits. Creates R/host_tools/host_tool_calls if it is missing.\n"
-	      "\n"
-	      "  --run-dir R            the run directory (required)\n"
-	      "  --next N               the call id to wait for, 1..999999 (required)\n"
-	      "  --timeout-ms T         milliseconds to wait, up to 86400000; 0 looks once\n"
-	      "                         (required)\n"
-	      "  --answer ID            the call the answer is for, 1..999999 (with\n"
-	      "                         --value-stdin)\n"
-	      "  --value-stdin          the response file's bytes are stdin (with --answer)\n"
-	      "  --max-answer-bytes A   the largest answer taken (default: 67108864)\n"
-	      "  --max-bytes B          the largest request printed (default: 1048576)\n"
-	      "  --supervisor-pid P     as for 'maf-launch wait'\n"
-	      "\n"
-	      "Exit codes: 0 the answer (if any) was written and an event printed, 2 usage (an\n"
-	      "answer past A included: nothing written), 125 failure (the answer may not have\n"
-	      "been written: nothing was printed).\n", f);
-}
-
 static void emit(const char *head, const void *bytes, size_t len)
 {
 	if (mafl_write_all(1, head, strlen(head)) < 0 || (len && mafl_write_all(1, bytes, len) < 0))
@@ -422,28 +367,6 @@ static unsigned long long take_call_id(const char *name, const char *v)
 	return id;
 }
 
-/* The options wait, relay and serve share; 1 when argv[*i] was one of them. */
-static int take_common(int argc, char **argv, int *i, const char **run_dir,
-		       unsigned long long *sup, unsigned long long *max_bytes)
-{
-	const char *v;
-
-	if (mafl_opt_take(argc, argv, i, "--run-dir", &v)) {
-		*run_dir = v;
-	} else if (mafl_opt_take(argc, argv, i, "--supervisor-pid", &v)) {
-		if (mafl_parse_u64(v, 0x7fffffff, sup) < 0 || *sup < 2)
-			mafl_die(MAFP_EXIT_USAGE, "--supervisor-pid takes a process id greater "
-				 "than 1, not '%s'", v);
-	} else if (mafl_opt_take(argc, argv, i, "--max-bytes", &v)) {
-		if (mafl_parse_u64(v, WAIT_MAX_BYTES_CAP, max_bytes) < 0)
-			mafl_die(MAFP_EXIT_USAGE, "--max-bytes takes a byte count up to %llu, "
-				 "not '%s'", WAIT_MAX_BYTES_CAP, v);
-	} else {
-		return 0;
-	}
-	return 1;
-}
-
 static unsigned long long take_max_answer(const char *v)
 {
 	unsigned long long max;
@@ -452,6 +375,66 @@ static unsigned long long take_max_answer(const char *v)
 		mafl_die(MAFP_EXIT_USAGE, "--max-answer-bytes takes a byte count up to %llu, "
 			 "not '%s'", WAIT_MAX_BYTES_CAP, v);
 	return max;
+}
+
+/* What wait, relay and serve are told. */
+struct wait_opts {
+	const char *run_dir;
+	unsigned long long next, timeout_ms, max_bytes, sup, answer, max_answer;
+	int have_timeout, from_stdin;
+};
+
+/* Applies one option of wait's, relay's or serve's to w. */
+static void wait_option(struct wait_opts *w, int key, const char *v)
+{
+	switch (key) {
+	case MAFL_O_RUN_DIR:
+		w->run_dir = v;
+		break;
+	case MAFL_O_SUPERVISOR_PID:
+		if (mafl_parse_u64(v, 0x7fffffff, &w->sup) < 0 || w->sup < 2)
+			mafl_die(MAFP_EXIT_USAGE, "--supervisor-pid takes a process id greater "
+				 "than 1, not '%s'", v);
+		break;
+	case MAFL_O_MAX_BYTES:
+		if (mafl_parse_u64(v, WAIT_MAX_BYTES_CAP, &w->max_bytes) < 0)
+			mafl_die(MAFP_EXIT_USAGE, "--max-bytes takes a byte count up to %llu, not "
+				 "'%s'", WAIT_MAX_BYTES_CAP, v);
+		break;
+	case MAFL_O_MAX_ANSWER_BYTES:
+		w->max_answer = take_max_answer(v);
+		break;
+	case MAFL_O_ANSWER:
+		w->answer = take_call_id("--answer", v);
+		break;
+	case MAFL_O_VALUE_STDIN:
+		w->from_stdin = 1;
+		break;
+	case MAFL_O_NEXT:
+		w->next = take_call_id("--next", v);
+		break;
+	case MAFL_O_TIMEOUT_MS:
+		if (mafl_parse_u64(v, WAIT_TIMEOUT_MS_MAX, &w->timeout_ms) < 0)
+			mafl_die(MAFP_EXIT_USAGE, "--timeout-ms takes milliseconds from 0 to %llu, "
+				 "not '%s'", WAIT_TIMEOUT_MS_MAX, v);
+		w->have_timeout = 1;
+		break;
+	}
+}
+
+/* Reads the options of command index (wait, relay or serve) into w. */
+static void wait_parse(int index, int argc, char **argv, struct wait_opts *w)
+{
+	struct mafl_args a;
+	const char *v;
+	int key;
+
+	memset(w, 0, sizeof(*w));
+	w->max_bytes = WAIT_DEFAULT_MAX_BYTES;
+	w->max_answer = SERVE_DEFAULT_MAX_ANSWER;
+	mafl_opt_init(&a, &mafl_commands[index], argc, argv);
+	while ((key = mafl_opt_next(&a, &v)) != MAFL_OPT_END)
+		wait_option(w, key, v);
 }
 
 static void check_run_dir(const char *run_dir, const char *cmd, const char *required)
@@ -505,92 +488,37 @@ static unsigned char *read_answer(unsigned long long max, size_t *len)
 
 static int wait_or_relay(int argc, char **argv, int relay)
 {
-	const char *run_dir = NULL, *v, *cmd = relay ? "relay" : "wait";
-	unsigned long long next = 0, timeout_ms = 0, max_bytes = WAIT_DEFAULT_MAX_BYTES;
-	unsigned long long sup = 0, answer = 0, max_answer = SERVE_DEFAULT_MAX_ANSWER;
+	const char *cmd = relay ? "relay" : "wait";
 	unsigned char *answer_bytes = NULL;
 	size_t answer_len = 0;
 	char answer_name[64];
-	int i, have_timeout = 0, from_stdin = 0;
+	struct wait_opts o;
 	struct waiter w;
 
-	for (i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			if (relay)
-				relay_usage(stdout);
-			else
-				usage(stdout);
-			return 0;
-		}
-		if (take_common(argc, argv, &i, &run_dir, &sup, &max_bytes))
-			continue;
-		if (relay && mafl_opt_take(argc, argv, &i, "--answer", &v)) {
-			answer = take_call_id("--answer", v);
-		} else if (relay && strcmp(argv[i], "--value-stdin") == 0) {
-			from_stdin = 1;
-		} else if (relay && mafl_opt_take(argc, argv, &i, "--max-answer-bytes", &v)) {
-			max_answer = take_max_answer(v);
-		} else if (mafl_opt_take(argc, argv, &i, "--next", &v)) {
-			next = take_call_id("--next", v);
-		} else if (mafl_opt_take(argc, argv, &i, "--timeout-ms", &v)) {
-			if (mafl_parse_u64(v, WAIT_TIMEOUT_MS_MAX, &timeout_ms) < 0)
-				mafl_die(MAFP_EXIT_USAGE, "--timeout-ms takes milliseconds "
-					 "from 0 to %llu, not '%s'", WAIT_TIMEOUT_MS_MAX, v);
-			have_timeout = 1;
-		} else {
-			mafl_die(MAFP_EXIT_USAGE, "unexpected argument '%s' (try 'maf-launch "
-				 "%s --help')", argv[i], cmd);
-		}
-	}
-	if (!next || !have_timeout)
-		run_dir = NULL;
-	check_run_dir(run_dir, cmd, "--run-dir, --next and --timeout-ms are");
-	if (!answer != !from_stdin)
+	wait_parse(relay ? MAFL_COMMAND_RELAY : MAFL_COMMAND_WAIT, argc, argv, &o);
+	if (!o.next || !o.have_timeout)
+		o.run_dir = NULL;
+	check_run_dir(o.run_dir, cmd, "--run-dir, --next and --timeout-ms are");
+	if (!o.answer != !o.from_stdin)
 		mafl_die(MAFP_EXIT_USAGE, "--answer and --value-stdin go together");
-	if (from_stdin) {
-		if (mafp_call_file_name(answer_name, sizeof(answer_name), (long)answer,
+	if (o.from_stdin) {
+		if (mafp_call_file_name(answer_name, sizeof(answer_name), (long)o.answer,
 					MAFP_SUFFIX_RESPONSE) < 0)
-			mafl_die(MAFP_EXIT_USAGE, "--answer %llu is out of range", answer);
-		answer_bytes = read_answer(max_answer, &answer_len);
+			mafl_die(MAFP_EXIT_USAGE, "--answer %llu is out of range", o.answer);
+		answer_bytes = read_answer(o.max_answer, &answer_len);
 	}
-	waiter_open(&w, run_dir, sup, max_bytes);
+	waiter_open(&w, o.run_dir, o.sup, o.max_bytes);
 	w.look_first_ms = WAIT_LOOK_FIRST_MS;
 	if (answer_bytes) {
 		write_whole(w.calls_fd, w.calls_path, answer_name, answer_bytes, answer_len);
 		free(answer_bytes);
 	}
-	return waiter_event(&w, next, (long long)timeout_ms, -1);
+	return waiter_event(&w, o.next, (long long)o.timeout_ms, -1);
 }
 
 /* ---- serve ------------------------------------------------------------------------------- */
 
 #define SERVE_HEAD_MAX 256
-
-static void serve_usage(FILE *f)
-{
-	fputs("usage: maf-launch serve --run-dir R [--max-bytes B] [--max-answer-bytes A]\n"
-	      "                        [--supervisor-pid P]\n"
-	      "\n"
-	      "The relay over a stream: for a host attached to its stdin and stdout through one\n"
-	      "exec that stays open. Each frame the host writes on stdin is answered on stdout\n"
-	      "with one event of 'maf-launch wait', printed the moment it exists:\n"
-	      "  {\"next\":N}\\n                 wait for request N (or the exit)\n"
-	      "  {\"answer\":I,\"size\":L}\\n + L bytes\n"
-	      "                               write the L bytes whole as the response file\n"
-	      "                               of call I (a temporary name, then a rename),\n"
-	      "                               then wait for request I + 1\n"
-	      "An event means the answer before it is in place. The host writes nothing more\n"
-	      "until it has the event. Ends with exit 0 when stdin ends (between frames, or\n"
-	      "while it waits).\n"
-	      "\n"
-	      "  --run-dir R            the run directory (required)\n"
-	      "  --max-bytes B          the largest request printed (default: 1048576)\n"
-	      "  --max-answer-bytes A   the largest answer taken (default: 67108864)\n"
-	      "  --supervisor-pid P     as for 'maf-launch wait'\n"
-	      "\n"
-	      "Exit codes: 0 stdin ended, 2 usage or a frame that breaks these rules, 125\n"
-	      "failure (an answer that could not be written: nothing printed for it).\n", f);
-}
 
 /* Reads the host's frames from fd 0. */
 struct frames {
@@ -659,31 +587,15 @@ static long long head_number(const cJSON *head, const char *name, long long lo, 
 
 int mafl_cmd_serve(int argc, char **argv)
 {
-	const char *run_dir = NULL, *v;
-	unsigned long long sup = 0, max_bytes = WAIT_DEFAULT_MAX_BYTES;
-	unsigned long long max_answer = SERVE_DEFAULT_MAX_ANSWER;
 	static struct frames f;
+	struct wait_opts o;
 	struct waiter w;
-	int i;
 
-	for (i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			serve_usage(stdout);
-			return 0;
-		}
-		if (take_common(argc, argv, &i, &run_dir, &sup, &max_bytes))
-			continue;
-		if (mafl_opt_take(argc, argv, &i, "--max-answer-bytes", &v)) {
-			max_answer = take_max_answer(v);
-		} else {
-			mafl_die(MAFP_EXIT_USAGE, "unexpected argument '%s' (try 'maf-launch serve "
-				 "--help')", argv[i]);
-		}
-	}
-	check_run_dir(run_dir, "serve", "--run-dir is");
+	wait_parse(MAFL_COMMAND_SERVE, argc, argv, &o);
+	check_run_dir(o.run_dir, "serve", "--run-dir is");
 	/* A host that went away ends us at the next event, not with a signal. */
 	signal(SIGPIPE, SIG_IGN);
-	waiter_open(&w, run_dir, sup, max_bytes);
+	waiter_open(&w, o.run_dir, o.sup, o.max_bytes);
 	for (;;) {
 		size_t hl = frame_head(&f);
 		long long next, answer, size;
@@ -693,7 +605,7 @@ int mafl_cmd_serve(int argc, char **argv)
 			mafl_die(MAFP_EXIT_USAGE, "a frame's head line is not a JSON object");
 		next = head_number(head, "next", 1, MAFP_CALL_ID_MAX);
 		answer = head_number(head, "answer", 1, MAFP_CALL_ID_MAX - 1);
-		size = head_number(head, "size", 0, (long long)max_answer);
+		size = head_number(head, "size", 0, (long long)o.max_answer);
 		cJSON_Delete(head);
 		frame_take(&f, hl + 1);
 		if ((next < 0) == (answer < 0) || (answer < 0) != (size < 0))

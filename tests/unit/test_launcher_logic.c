@@ -1,7 +1,8 @@
 /* Unit tests for the launcher's pure logic: the Python environment (guest/run.c), the
  * /proc/PID/stat parser and the descendant check (guest/tree.c), the channel's call lines,
- * its UTF-8 check and when it reads a response again (guest/channel_files.c) and the small parsers
- * of guest/util.c. */
+ * its UTF-8 check and when it reads a response again (guest/channel_files.c), the option
+ * parser over the commands' tables (guest/opt.c, guest/commands.c) and the small parsers of
+ * guest/util.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -22,6 +23,7 @@
 #include <cmocka.h>
 
 #include "channel.h"
+#include "commands.h"
 #include "identity.h"
 #include "run.h"
 #include "tree.h"
@@ -943,6 +945,123 @@ static void test_parse_u64_small_max(void **state)
 }
 
 /* ----------------------------------------------------------------------------------------- */
+/* mafl_opt_match, mafl_opt_next */
+
+static void test_opt_match(void **state)
+{
+	const struct mafl_command *run = &mafl_commands[MAFL_COMMAND_RUN];
+	const struct mafl_command *relay = &mafl_commands[MAFL_COMMAND_RELAY];
+	const struct mafl_opt *o;
+	const char *v;
+
+	(void)state;
+	o = mafl_opt_match(run, "--run-dir", &v);
+	assert_non_null(o);
+	assert_int_equal(o->key, MAFL_O_RUN_DIR);
+	assert_null(v);
+	o = mafl_opt_match(run, "--run-dir=/tmp/r", &v);
+	assert_int_equal(o->key, MAFL_O_RUN_DIR);
+	assert_string_equal(v, "/tmp/r");
+	o = mafl_opt_match(run, "--run-dir=", &v);
+	assert_string_equal(v, "");
+	assert_int_equal(mafl_opt_match(run, "--help", &v)->key, MAFL_O_HELP);
+	assert_int_equal(mafl_opt_match(run, "-h", &v)->key, MAFL_O_HELP);
+	/* A prefix, a longer name, another command's option, a flag given a value: none. */
+	assert_null(mafl_opt_match(run, "--run", &v));
+	assert_null(mafl_opt_match(run, "--run-dirs", &v));
+	assert_null(mafl_opt_match(run, "--floor", &v));
+	assert_null(mafl_opt_match(run, "--help=1", &v));
+	assert_null(mafl_opt_match(relay, "--value-stdin=1", &v));
+	assert_int_equal(mafl_opt_match(relay, "--value-stdin", &v)->key, MAFL_O_VALUE_STDIN);
+	/* --timeout-ms is not --timeout, nor the reverse. */
+	assert_null(mafl_opt_match(relay, "--timeout", &v));
+	assert_null(mafl_opt_match(&mafl_commands[MAFL_COMMAND_CALL], "--timeout-ms", &v));
+}
+
+static void test_opt_next(void **state)
+{
+	char *argv[] = {"run", "--run-dir", "/tmp/r", "--timeout=5", "--tool", "a", "--",
+			"--grace", "x", NULL};
+	char *relay_argv[] = {"relay", "--value-stdin", "--next", "-1", NULL};
+	char *init_argv[] = {"init", "--grace", "1", "-", "--grace", NULL};
+	struct mafl_args a;
+	const char *v;
+
+	(void)state;
+	mafl_opt_init(&a, &mafl_commands[MAFL_COMMAND_RUN], 9, argv);
+	assert_int_equal(mafl_opt_next(&a, &v), MAFL_O_RUN_DIR);
+	assert_string_equal(v, "/tmp/r");
+	assert_int_equal(mafl_opt_next(&a, &v), MAFL_O_TIMEOUT);
+	assert_string_equal(v, "5");
+	assert_int_equal(mafl_opt_next(&a, &v), MAFL_O_TOOL);
+	assert_string_equal(v, "a");
+	/* "--" ends the options and is passed over: what follows is the program's. */
+	assert_int_equal(mafl_opt_next(&a, &v), MAFL_OPT_END);
+	assert_int_equal(a.i, 7);
+	assert_int_equal(mafl_opt_next(&a, &v), MAFL_OPT_END);
+
+	/* A flag takes no value; a value that looks like an option is still the value. */
+	mafl_opt_init(&a, &mafl_commands[MAFL_COMMAND_RELAY], 4, relay_argv);
+	assert_int_equal(mafl_opt_next(&a, &v), MAFL_O_VALUE_STDIN);
+	assert_null(v);
+	assert_int_equal(mafl_opt_next(&a, &v), MAFL_O_NEXT);
+	assert_string_equal(v, "-1");
+	assert_int_equal(mafl_opt_next(&a, &v), MAFL_OPT_END);
+
+	/* A command with operands: they begin at the first word that is not an option, '-'
+	 * included. */
+	mafl_opt_init(&a, &mafl_commands[MAFL_COMMAND_INIT], 5, init_argv);
+	assert_int_equal(mafl_opt_next(&a, &v), MAFL_O_GRACE);
+	assert_int_equal(mafl_opt_next(&a, &v), MAFL_OPT_END);
+	assert_int_equal(a.i, 3);
+}
+
+/* Options are options only as sleep's sole argument: any other word is an interval. */
+static void test_opt_next_alone(void **state)
+{
+	char *one[] = {"sleep", "--version", NULL};
+	char *two[] = {"sleep", "--version", "1", NULL};
+	char *minus[] = {"sleep", "-1", NULL};
+	struct mafl_args a;
+	const char *v;
+
+	(void)state;
+	mafl_opt_init(&a, &mafl_commands[MAFL_COMMAND_SLEEP], 2, one);
+	assert_int_equal(mafl_opt_next(&a, &v), MAFL_O_VERSION);
+	mafl_opt_init(&a, &mafl_commands[MAFL_COMMAND_SLEEP], 3, two);
+	assert_int_equal(mafl_opt_next(&a, &v), MAFL_OPT_END);
+	assert_int_equal(a.i, 1);
+	mafl_opt_init(&a, &mafl_commands[MAFL_COMMAND_SLEEP], 2, minus);
+	assert_int_equal(mafl_opt_next(&a, &v), MAFL_OPT_END);
+	assert_int_equal(a.i, 1);
+}
+
+/* Every command's help is as wide as an 80-column terminal at most, and lists every option
+ * of its table. */
+static void test_opt_help(void **state)
+{
+	const struct mafl_command *c;
+
+	(void)state;
+	for (c = mafl_commands; c->name; c++) {
+		const struct mafl_opt *o;
+		char *text = NULL, *line;
+		size_t size = 0;
+		FILE *f = open_memstream(&text, &size);
+
+		assert_non_null(f);
+		mafl_opt_help_print(f, c);
+		assert_int_equal(fclose(f), 0);
+		for (line = text; *line; line = strchr(line, '\n') + 1)
+			assert_true(strchr(line, '\n') - line <= 79);
+		for (o = c->opts; o->name; o++)
+			assert_non_null(strstr(text, o->name));
+		assert_non_null(strstr(text, "\n  --help "));
+		free(text);
+	}
+}
+
+/* ----------------------------------------------------------------------------------------- */
 /* mafl_str_copy */
 
 static void test_str_copy(void **state)
@@ -1039,6 +1158,10 @@ int main(void)
 		cmocka_unit_test(test_parse_seconds_ms),
 		cmocka_unit_test(test_parse_u64),
 		cmocka_unit_test(test_parse_u64_small_max),
+		cmocka_unit_test(test_opt_match),
+		cmocka_unit_test(test_opt_next),
+		cmocka_unit_test(test_opt_next_alone),
+		cmocka_unit_test(test_opt_help),
 		cmocka_unit_test(test_str_copy),
 		cmocka_unit_test(test_arena_zeroed_distinct_then_calloc),
 		/* Last: under -fno-sanitize-recover its overflow ends the program. */
