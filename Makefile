@@ -388,3 +388,4 @@ clean:
 -include tests/fuzz/fuzz.mk
 -include tests/demo/demo.mk
 -include images/images.mk
+-include guest/docs.mk

@@ -15,24 +15,6 @@
 
 #define CALL_EXIT_REFUSED 1
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: maf-launch call [--timeout S] TOOL [ARGUMENTS]\n"
-		"\n"
-		"Calls the host tool TOOL from inside a run started by 'maf-launch run', through\n"
-		"the channel named by MAF_HOST_TOOLS_FD, or, without that descriptor, through the\n"
-		"socket named by MAF_HOST_TOOLS_SOCKET. ARGUMENTS is a JSON object (default {});\n"
-		"'-' reads it from stdin. Prints the tool's value as JSON on stdout.\n"
-		"\n"
-		"Options:\n"
-		"  --timeout S   give up after S seconds (default: wait as long as the run lasts)\n"
-		"  --help        print this help\n"
-		"\n"
-		"Exit codes: 0 the value was printed, 1 the call was refused (the sentence is on\n"
-		"stderr), 2 usage, 125 no channel or the channel failed.\n");
-}
-
 /* Reads all of stdin, at most MAFL_CHANNEL_LINE_MAX bytes. */
 static char *read_stdin(size_t *len)
 {
@@ -40,12 +22,13 @@ static char *read_stdin(size_t *len)
 	ssize_t n;
 
 	if (!buf)
-		die(MAFP_EXIT_LAUNCHER, "out of memory");
-	n = read_full(0, buf, MAFL_CHANNEL_LINE_MAX + 1);
+		mafl_die(MAFP_EXIT_LAUNCHER, "out of memory");
+	n = mafl_read_full(0, buf, MAFL_CHANNEL_LINE_MAX + 1);
 	if (n < 0)
-		die_errno(MAFP_EXIT_LAUNCHER, "cannot read the arguments from stdin");
+		mafl_die_errno(MAFP_EXIT_LAUNCHER, "cannot read the arguments from stdin");
 	if (n > (ssize_t)MAFL_CHANNEL_LINE_MAX)
-		die(MAFP_EXIT_USAGE, "the arguments are larger than %u bytes", MAFL_CHANNEL_LINE_MAX);
+		mafl_die(MAFP_EXIT_USAGE, "the arguments are larger than %u bytes",
+			 MAFL_CHANNEL_LINE_MAX);
 	buf[n] = '\0';
 	*len = (size_t)n;
 	return buf;
@@ -65,7 +48,7 @@ static int channel_open_conn(void)
 
 	if (!v) {
 		snprintf(why, sizeof(why), "%s is not set", MAFL_CHANNEL_FD_ENV);
-	} else if (parse_u64(v, 1 << 20, &fd) < 0) {
+	} else if (mafl_parse_u64(v, 1 << 20, &fd) < 0) {
 		snprintf(why, sizeof(why), "%s is not a descriptor number: '%.64s'",
 			 MAFL_CHANNEL_FD_ENV, v);
 	} else if (getsockopt((int)fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0 ||
@@ -76,19 +59,19 @@ static int channel_open_conn(void)
 		snprintf(why, sizeof(why), "descriptor %llu (%s) is not the run's channel socket",
 			 fd, MAFL_CHANNEL_FD_ENV);
 	} else {
-		conn = channel_connect((int)fd);
+		conn = mafl_channel_connect((int)fd);
 		if (conn >= 0)
 			return conn;
 		snprintf(why, sizeof(why), "cannot connect through descriptor %llu (%s): %s", fd,
 			 MAFL_CHANNEL_FD_ENV, strerror(errno));
 	}
 	if (!path)
-		die(MAFP_EXIT_LAUNCHER, "%s, and %s is not set: this program was not started by "
-		    "'maf-launch run'", why, MAFL_CHANNEL_SOCKET_ENV);
-	conn = channel_connect_path(path);
+		mafl_die(MAFP_EXIT_LAUNCHER, "%s, and %s is not set: this program was not "
+			 "started by 'maf-launch run'", why, MAFL_CHANNEL_SOCKET_ENV);
+	conn = mafl_channel_connect_path(path);
 	if (conn < 0)
-		die_errno(MAFP_EXIT_LAUNCHER, "%s, and cannot connect to %s (%s)", why,
-			  MAFL_CHANNEL_SOCKET_ENV, path);
+		mafl_die_errno(MAFP_EXIT_LAUNCHER, "%s, and cannot connect to %s (%s)", why,
+			       MAFL_CHANNEL_SOCKET_ENV, path);
 	return conn;
 }
 
@@ -97,47 +80,47 @@ static char *read_answer(int fd, long long timeout_ms, size_t *len)
 {
 	size_t cap = 65536, got = 0;
 	char *buf = malloc(cap), *nl;
-	long long deadline = timeout_ms > 0 ? now_ms() + timeout_ms : 0;
+	long long deadline = timeout_ms > 0 ? mafl_now_ms() + timeout_ms : 0;
 
 	if (!buf)
-		die(MAFP_EXIT_LAUNCHER, "out of memory");
+		mafl_die(MAFP_EXIT_LAUNCHER, "out of memory");
 	for (;;) {
 		struct pollfd pf = {.fd = fd, .events = POLLIN};
 		int wait = -1;
 		ssize_t n;
 
 		if (deadline) {
-			long long left = deadline - now_ms();
+			long long left = deadline - mafl_now_ms();
 
 			if (left <= 0)
-				die(MAFP_EXIT_LAUNCHER, "no answer within the timeout");
+				mafl_die(MAFP_EXIT_LAUNCHER, "no answer within the timeout");
 			wait = (int)left;
 		}
 		if (poll(&pf, 1, wait) < 0) {
 			if (errno == EINTR)
 				continue;
-			die_errno(MAFP_EXIT_LAUNCHER, "cannot wait for the answer");
+			mafl_die_errno(MAFP_EXIT_LAUNCHER, "cannot wait for the answer");
 		}
 		if (!pf.revents)
 			continue;
 		if (got == cap) {
 			if (cap >= MAFL_CHANNEL_RESPONSE_MAX + 4096)
-				die(MAFP_EXIT_LAUNCHER, "the answer is too large");
+				mafl_die(MAFP_EXIT_LAUNCHER, "the answer is too large");
 			cap *= 2;
 			buf = realloc(buf, cap);
 			if (!buf)
-				die(MAFP_EXIT_LAUNCHER, "out of memory");
+				mafl_die(MAFP_EXIT_LAUNCHER, "out of memory");
 		}
 		n = read(fd, buf + got, cap - got);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			die_errno(MAFP_EXIT_LAUNCHER, "the channel failed");
+			mafl_die_errno(MAFP_EXIT_LAUNCHER, "the channel failed");
 		}
 		if (n == 0)
-			die(MAFP_EXIT_LAUNCHER, "the channel closed without an answer (the run "
-			    "is ending, too many connections are open, or this process is not one "
-			    "of the run's)");
+			mafl_die(MAFP_EXIT_LAUNCHER, "the channel closed without an answer "
+				 "(the run is ending, too many connections are open, or this "
+				 "process is not one of the run's)");
 		got += (size_t)n;
 		nl = memchr(buf, '\n', got);
 		if (nl) {
@@ -147,38 +130,31 @@ static char *read_answer(int fd, long long timeout_ms, size_t *len)
 	}
 }
 
-int cmd_call(int argc, char **argv)
+int mafl_cmd_call(int argc, char **argv)
 {
 	long long timeout_ms = 0;
 	const char *tool, *args_text = "{}";
 	char *stdin_buf = NULL, *line, *answer;
 	size_t args_len, alen;
 	cJSON *args, *req, *ans, *val, *ref;
-	int i = 1, fd, rc;
+	struct mafl_args a;
+	const char *v;
+	int i, fd, rc;
 
-	for (; i < argc && argv[i][0] == '-' && argv[i][1]; i++) {
-		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			usage(stdout);
-			return 0;
-		}
-		if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc) {
-			if (parse_seconds_ms(argv[++i], 86400000LL, &timeout_ms) < 0 || !timeout_ms)
-				die(MAFP_EXIT_USAGE, "--timeout takes a positive number of seconds");
-			continue;
-		}
-		if (strcmp(argv[i], "--") == 0) {
-			i++;
-			break;
-		}
-		die(MAFP_EXIT_USAGE, "unknown option '%s' (try 'maf-launch call --help')", argv[i]);
+	mafl_opt_init(&a, &mafl_commands[MAFL_COMMAND_CALL], argc, argv);
+	while (mafl_opt_next(&a, &v) != MAFL_OPT_END) {
+		/* --timeout, its one option but --help */
+		if (mafl_parse_seconds_ms(v, 86400000LL, &timeout_ms) < 0 || !timeout_ms)
+			mafl_die(MAFP_EXIT_USAGE, "--timeout takes a positive number of seconds");
 	}
+	i = a.i;
 	if (i >= argc)
-		die(MAFP_EXIT_USAGE, "no TOOL given (try 'maf-launch call --help')");
+		mafl_die(MAFP_EXIT_USAGE, "no TOOL given (try 'maf-launch call --help')");
 	if (argc - i > 2)
-		die(MAFP_EXIT_USAGE, "too many arguments: give TOOL and one JSON object");
+		mafl_die(MAFP_EXIT_USAGE, "too many arguments: give TOOL and one JSON object");
 	tool = argv[i];
 	if (!mafp_tool_name_valid(tool))
-		die(MAFP_EXIT_USAGE, "'%s' is not a valid tool name", tool);
+		mafl_die(MAFP_EXIT_USAGE, "'%s' is not a valid tool name", tool);
 	if (i + 1 < argc)
 		args_text = argv[i + 1];
 	if (strcmp(args_text, "-") == 0)
@@ -186,28 +162,29 @@ int cmd_call(int argc, char **argv)
 	args_len = strlen(args_text);
 	args = mafp_json_parse(args_text, args_len, MAFL_CHANNEL_LINE_MAX);
 	if (!args || !cJSON_IsObject(args))
-		die(MAFP_EXIT_USAGE, "ARGUMENTS must be a JSON object, e.g. '{\"x\": 1}'");
+		mafl_die(MAFP_EXIT_USAGE, "ARGUMENTS must be a JSON object, e.g. '{\"x\": 1}'");
 	free(stdin_buf);
 
 	req = cJSON_CreateObject();
 	if (!req || !cJSON_AddNumberToObject(req, "id", 1) ||
 	    !cJSON_AddStringToObject(req, "name", tool) ||
 	    !cJSON_AddItemToObject(req, "arguments", args))
-		die(MAFP_EXIT_LAUNCHER, "out of memory");
+		mafl_die(MAFP_EXIT_LAUNCHER, "out of memory");
 	line = cJSON_PrintUnformatted(req);
 	cJSON_Delete(req);
 	if (!line)
-		die(MAFP_EXIT_LAUNCHER, "out of memory");
+		mafl_die(MAFP_EXIT_LAUNCHER, "out of memory");
 	fd = channel_open_conn();
-	if (write_all(fd, line, strlen(line)) < 0 || write_all(fd, "\n", 1) < 0)
-		die_errno(MAFP_EXIT_LAUNCHER, "cannot send the call");
+	if (mafl_write_all(fd, line, strlen(line)) < 0 || mafl_write_all(fd, "\n", 1) < 0)
+		mafl_die_errno(MAFP_EXIT_LAUNCHER, "cannot send the call");
 	free(line);
 	answer = read_answer(fd, timeout_ms, &alen);
 	close(fd);
 	ans = mafp_json_parse(answer, alen, MAFL_CHANNEL_RESPONSE_MAX + 4096);
 	free(answer);
 	if (!ans || !cJSON_IsObject(ans))
-		die(MAFP_EXIT_LAUNCHER, "the channel sent an answer that is not a JSON object");
+		mafl_die(MAFP_EXIT_LAUNCHER, "the channel sent an answer that is not a JSON "
+			 "object");
 	val = cJSON_GetObjectItemCaseSensitive(ans, "value");
 	ref = cJSON_GetObjectItemCaseSensitive(ans, "refusal");
 	if (cJSON_IsString(ref)) {
@@ -217,13 +194,14 @@ int cmd_call(int argc, char **argv)
 		char *out = cJSON_PrintUnformatted(val);
 
 		if (!out)
-			die(MAFP_EXIT_LAUNCHER, "out of memory");
-		if (write_all(1, out, strlen(out)) < 0 || write_all(1, "\n", 1) < 0)
-			die_errno(MAFP_EXIT_LAUNCHER, "cannot write the value");
+			mafl_die(MAFP_EXIT_LAUNCHER, "out of memory");
+		if (mafl_write_all(1, out, strlen(out)) < 0 || mafl_write_all(1, "\n", 1) < 0)
+			mafl_die_errno(MAFP_EXIT_LAUNCHER, "cannot write the value");
 		free(out);
 		rc = 0;
 	} else {
-		die(MAFP_EXIT_LAUNCHER, "the channel's answer has neither a value nor a refusal");
+		mafl_die(MAFP_EXIT_LAUNCHER, "the channel's answer has neither a value nor a "
+			 "refusal");
 	}
 	cJSON_Delete(ans);
 	return rc;

@@ -46,42 +46,42 @@ struct channel_opts {
 };
 
 /* Creates the channel of a run whose R/host_tools is open as host_tools_fd (borrowed; open
- * until channel_free): the socket pair whose *program_fd end the program inherits (not
+ * until mafl_channel_free): the socket pair whose *program_fd end the program inherits (not
  * close-on-exec; the caller closes it after the fork). listener, which the channel takes,
  * is the socket the launcher made listening at R/host_tools/channel.sock (mode 0660), or -1
  * when it could not: the channel then goes on without it. It serves only the supervisor's
  * descendants (through /proc). Returns 0, or a negative errno. */
-int channel_open(struct channel **out, int host_tools_fd, int listener,
-		 const struct channel_opts *opts, int *program_fd);
+int mafl_channel_open(struct channel **out, int host_tools_fd, int listener,
+		      const struct channel_opts *opts, int *program_fd);
 /* Fills pf (room for MAFL_CHANNEL_POLLFDS) with what the channel waits on and returns the
- * count; *timeout_ms is how long poll() may wait before channel_handle must run even
+ * count; *timeout_ms is how long poll() may wait before mafl_channel_handle must run even
  * without an event (-1: no limit, 0: work is waiting). */
-int channel_pollfds(struct channel *c, struct pollfd *pf, int *timeout_ms);
-/* Handles the events poll() returned for the entries channel_pollfds filled, and the work
+int mafl_channel_pollfds(struct channel *c, struct pollfd *pf, int *timeout_ms);
+/* Handles the events poll() returned for the entries mafl_channel_pollfds filled, and the work
  * left waiting; call it after every poll(), events or not. Its work per call is bounded,
  * whatever the program does: what is left waits for the next call. */
-void channel_handle(struct channel *c, const struct pollfd *pf, int n);
+void mafl_channel_handle(struct channel *c, const struct pollfd *pf, int n);
 /* The run's witness (witness.h): once it has ended, the channel makes no file any more (a
  * call is refused), since the host that killed the session may be removing R/host_tools. */
-void channel_set_witness(struct channel *c, pid_t witness);
+void mafl_channel_set_witness(struct channel *c, pid_t witness);
 /* Answers (values and refusals) relayed to their caller's connection so far. */
-long long channel_calls(const struct channel *c);
+long long mafl_channel_calls(const struct channel *c);
 /* The calls published as requests whose answer reached no caller (the caller had left, or
  * the answer had not come when the program ended), ascending, at most max into ids. Returns
  * the count. */
-int channel_undelivered(const struct channel *c, long *ids, int max);
-/* Closes every descriptor and removes channel.sock if it is still the one channel_open
+int mafl_channel_undelivered(const struct channel *c, long *ids, int max);
+/* Closes every descriptor and removes channel.sock if it is still the one mafl_channel_open
  * made; outstanding calls are dropped. NULL is a no-op. */
-void channel_free(struct channel *c);
+void mafl_channel_free(struct channel *c);
 
 /* Client side, for `maf-launch call` and tests: opens a private connection through the
  * channel socket chan_fd (a socketpair end sent with SCM_RIGHTS). Returns the connection's
  * descriptor, or -1 with errno set. */
-int channel_connect(int chan_fd);
+int mafl_channel_connect(int chan_fd);
 /* Client side: opens a connection to the listening socket at path (MAF_HOST_TOOLS_SOCKET),
  * one longer than a socket address holds included (through its directory). Returns the
  * connection's descriptor, or -1 with errno set. */
-int channel_connect_path(const char *path);
+int mafl_channel_connect_path(const char *path);
 
 /* A response file as a look at it found it: a response that could not be taken is not
  * read again while its file still matches. */
@@ -91,7 +91,7 @@ struct channel_file_state {
 	int64_t mtime_sec, mtime_nsec, ctime_sec, ctime_nsec;
 };
 /* Fills fs from st. */
-void channel_file_state_of(struct channel_file_state *fs, const struct stat *st);
+void mafl_channel_file_state_of(struct channel_file_state *fs, const struct stat *st);
 
 enum channel_look {
 	CHANNEL_LOOK_NOW,       /* read the response */
@@ -102,9 +102,9 @@ enum channel_look {
  * look that could not take it found it, NULL if none failed; cur: the file now, NULL if it
  * cannot be stat'ed (a look then costs an open that fails); retry_at_ms: no response that
  * failed before is read again before it. Pure. */
-enum channel_look channel_look_decide(const struct channel_file_state *failed,
-				      const struct channel_file_state *cur, long long now_ms,
-				      long long retry_at_ms);
+enum channel_look mafl_channel_look_decide(const struct channel_file_state *failed,
+					   const struct channel_file_state *cur, long long now_ms,
+					   long long retry_at_ms);
 
 /* One call line, split; every pointer is borrowed from the parsed line's tree. */
 struct channel_call {
@@ -121,7 +121,7 @@ struct channel_call {
  * (an empty "arguments" object is created in the tree when absent). Returns 0, or -1 with a
  * sentence in why and call->id set if one could be read. *root is the tree (NULL if the
  * line did not parse), which the caller deletes either way. */
-int channel_parse_call(const char *line, size_t len, cJSON **root, struct channel_call *call,
-		       char *why, size_t why_size);
+int mafl_channel_parse_call(const char *line, size_t len, cJSON **root, struct channel_call *call,
+			    char *why, size_t why_size);
 
 #endif

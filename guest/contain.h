@@ -47,6 +47,9 @@ const char *mafl_seccomp_name(const struct mafl_policy *p);
 
 
 
+/* The supervisor's pid the filter `maf-launch policy` prints names, unless told another. */
+#define MAFL_POLICY_EXAMPLE_SUPERVISOR 4242
+
 /* Applies "--egress", "--seccomp" or "--landlock" with its value to p. Returns 1 if opt is
  * one of them, 0 if not; dies with a usage error on a bad value. */
 int mafl_policy_option(struct mafl_policy *p, const char *opt, const char *val);

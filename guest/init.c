@@ -42,35 +42,6 @@
  * SIGCHLD here, so whether anyone is left is looked at this often as well. */
 #define INIT_GRACE_POLL_MS 50
 
-static void usage(FILE *f)
-{
-	fputs("usage: maf-launch init [--grace S] [--] [CMD [ARG]...]\n"
-	      "\n"
-	      "A minimal init for container images (ENTRYPOINT [\"/usr/local/bin/maf-launch\",\n"
-	      "\"init\"]): reaps every process handed to it, such as the supervisors that\n"
-	      "'maf-launch run' leaves behind a 'docker exec', and exits cleanly on\n"
-	      "'docker stop'.\n"
-	      "\n"
-	      "Without CMD it waits and reaps until SIGTERM or SIGINT, then exits 0.\n"
-	      "With CMD it runs CMD as its child, forwards SIGTERM, SIGINT, SIGHUP, SIGQUIT,\n"
-	      "SIGUSR1, SIGUSR2 and SIGWINCH to it, and exits with CMD's status (128+N when\n"
-	      "signal N ended it). CMD is looked up in PATH.\n"
-	      "\n"
-	      "As PID 1, before it exits, it sends SIGTERM to every other process in the\n"
-	      "container (each run's supervisor then ends its run and writes its markers),\n"
-	      "waits up to the grace for them to be gone, and SIGKILLs the rest; a second\n"
-	      "SIGTERM or SIGINT cuts the grace short. When it is not PID 1, it makes itself\n"
-	      "the child subreaper, so it still reaps CMD's orphans while it runs, and it\n"
-	      "signals nothing but CMD: what still runs when it exits goes to the next reaper.\n"
-	      "\n"
-	      "  --grace S   seconds the other processes have to end, as PID 1 (default: 5;\n"
-	      "              keep it below the engine's stop timeout, 10 s for docker stop)\n"
-	      "  --help      print this help\n"
-	      "\n"
-	      "Exit codes: CMD's status; without CMD 0; 2 usage; 125 init failed; 126 CMD\n"
-	      "cannot be executed; 127 CMD not found.\n", f);
-}
-
 /* What the loop knows. The signalfd is owned here and never closed: init exits with it. */
 struct init {
 	int sfd;
@@ -107,14 +78,14 @@ static int next_signal(const struct init *in, int timeout_ms)
 		if (n == (ssize_t)sizeof(si))
 			return (int)si.ssi_signo;
 		if (n >= 0)
-			die(MAFP_EXIT_LAUNCHER, "the signal descriptor returned a short read");
+			mafl_die(MAFP_EXIT_LAUNCHER, "the signal descriptor returned a short read");
 		if (errno == EINTR)
 			continue;
 		if (errno != EAGAIN)
-			die_errno(MAFP_EXIT_LAUNCHER, "cannot read the signal descriptor");
+			mafl_die_errno(MAFP_EXIT_LAUNCHER, "cannot read the signal descriptor");
 		pf.revents = 0;
 		if (poll(&pf, 1, timeout_ms) < 0 && errno != EINTR)
-			die_errno(MAFP_EXIT_LAUNCHER, "cannot wait for a signal");
+			mafl_die_errno(MAFP_EXIT_LAUNCHER, "cannot wait for a signal");
 		if (!pf.revents && timeout_ms >= 0)
 			return 0;
 	}
@@ -130,7 +101,7 @@ static int others_left(void)
  * are init's), then SIGKILL to what is left; init's exit then takes the rest with it. */
 static void end_the_rest(struct init *in, long long grace_ms)
 {
-	long long deadline = now_ms() + grace_ms;
+	long long deadline = mafl_now_ms() + grace_ms;
 
 	if (!in->pid1 || kill(-1, SIGTERM) < 0)
 		return;
@@ -141,14 +112,14 @@ static void end_the_rest(struct init *in, long long grace_ms)
 		reap(in);
 		if (!others_left())
 			return;
-		left = deadline - now_ms();
+		left = deadline - mafl_now_ms();
 		if (left <= 0)
 			break;
 		sig = next_signal(in, left < INIT_GRACE_POLL_MS ? (int)left : INIT_GRACE_POLL_MS);
 		if (sig == SIGTERM || sig == SIGINT)
 			break;
 	}
-	warnx("processes still running after the %lld ms grace: killing them", grace_ms);
+	mafl_warnx("processes still running after the %lld ms grace: killing them", grace_ms);
 	kill(-1, SIGKILL);
 }
 
@@ -159,16 +130,16 @@ static pid_t start_cmd(char **cmd, const sigset_t *old)
 	pid_t pid = fork();
 
 	if (pid < 0)
-		die_errno(MAFP_EXIT_LAUNCHER, "cannot fork to start %s", cmd[0]);
+		mafl_die_errno(MAFP_EXIT_LAUNCHER, "cannot fork to start %s", cmd[0]);
 	if (pid > 0)
 		return pid;
 	sigprocmask(SIG_SETMASK, old, NULL);
 	execvp(cmd[0], cmd);
-	die_errno(errno == ENOENT ? MAFP_EXIT_NOT_FOUND : MAFP_EXIT_CANNOT_EXEC,
-		  "cannot execute %s", cmd[0]);
+	mafl_die_errno(errno == ENOENT ? MAFP_EXIT_NOT_FOUND : MAFP_EXIT_CANNOT_EXEC,
+		       "cannot execute %s", cmd[0]);
 }
 
-int cmd_init(int argc, char **argv)
+int mafl_cmd_init(int argc, char **argv)
 {
 	static const int forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2,
 					SIGWINCH};
@@ -177,41 +148,31 @@ int cmd_init(int argc, char **argv)
 	sigset_t mask, old;
 	const char *v;
 	char **cmd = NULL;
+	struct mafl_args a;
 	size_t k;
-	int i;
 
-	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
-		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			usage(stdout);
-			return 0;
-		}
-		if (strcmp(argv[i], "--") == 0) {
-			i++;
-			break;
-		}
-		if (opt_take(argc, argv, &i, "--grace", &v)) {
-			if (parse_seconds_ms(v, INIT_GRACE_MAX_MS, &grace_ms) < 0)
-				die(MAFP_EXIT_USAGE, "--grace takes a number of seconds up to 3600, "
-				    "not '%s'", v);
-			continue;
-		}
-		die(MAFP_EXIT_USAGE, "unknown option '%s' (try 'maf-launch init --help')", argv[i]);
+	mafl_opt_init(&a, &mafl_commands[MAFL_COMMAND_INIT], argc, argv);
+	while (mafl_opt_next(&a, &v) != MAFL_OPT_END) {
+		/* --grace, its one option but --help */
+		if (mafl_parse_seconds_ms(v, INIT_GRACE_MAX_MS, &grace_ms) < 0)
+			mafl_die(MAFP_EXIT_USAGE, "--grace takes a number of seconds up to 3600, "
+				 "not '%s'", v);
 	}
-	if (i < argc)
-		cmd = argv + i;
+	if (a.i < argc)
+		cmd = argv + a.i;
 
 	in.pid1 = getpid() == 1;
 	if (!in.pid1 && prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
-		die_errno(MAFP_EXIT_LAUNCHER, "cannot become the child subreaper");
+		mafl_die_errno(MAFP_EXIT_LAUNCHER, "cannot become the child subreaper");
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);
 	for (k = 0; k < sizeof(forwarded) / sizeof(forwarded[0]); k++)
 		sigaddset(&mask, forwarded[k]);
 	if (sigprocmask(SIG_BLOCK, &mask, &old) < 0)
-		die_errno(MAFP_EXIT_LAUNCHER, "cannot block signals");
+		mafl_die_errno(MAFP_EXIT_LAUNCHER, "cannot block signals");
 	in.sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (in.sfd < 0)
-		die_errno(MAFP_EXIT_LAUNCHER, "cannot create the signal descriptor");
+		mafl_die_errno(MAFP_EXIT_LAUNCHER, "cannot create the signal descriptor");
 	if (cmd)
 		in.cmd = start_cmd(cmd, &old);
 

@@ -16,7 +16,7 @@ int mafl_policy_option(struct mafl_policy *p, const char *opt, const char *val)
 		else if (val && strcmp(val, "open") == 0)
 			p->egress_open = 1;
 		else
-			die(MAFP_EXIT_USAGE, "--egress takes 'closed' or 'open'");
+			mafl_die(MAFP_EXIT_USAGE, "--egress takes 'closed' or 'open'");
 		return 1;
 	}
 	if (strcmp(opt, "--seccomp") == 0) {
@@ -25,7 +25,7 @@ int mafl_policy_option(struct mafl_policy *p, const char *opt, const char *val)
 		else if (val && strcmp(val, "off") == 0)
 			p->seccomp = 0;
 		else
-			die(MAFP_EXIT_USAGE, "--seccomp takes 'default' or 'off'");
+			mafl_die(MAFP_EXIT_USAGE, "--seccomp takes 'default' or 'off'");
 		return 1;
 	}
 	if (strcmp(opt, "--landlock") == 0) {
@@ -34,74 +34,46 @@ int mafl_policy_option(struct mafl_policy *p, const char *opt, const char *val)
 		else if (val && strcmp(val, "off") == 0)
 			p->landlock = 0;
 		else
-			die(MAFP_EXIT_USAGE, "--landlock takes 'auto' or 'off'");
+			mafl_die(MAFP_EXIT_USAGE, "--landlock takes 'auto' or 'off'");
 		return 1;
 	}
 	return 0;
 }
 
-/* The filter names the supervisor's pid; a run fills in its own. */
-#define POLICY_EXAMPLE_SUPERVISOR 4242
-
-static void usage(FILE *f)
-{
-	fprintf(f, "usage: maf-launch policy [--egress closed|open] [--seccomp default|off]\n"
-		   "                         [--supervisor-pid PID] [--floor]\n"
-		   "\n"
-		   "Prints the seccomp filter 'maf-launch run' would load with the same options, as\n"
-		   "libseccomp's pseudo filter code (PFC). Prints nothing with --seccomp off.\n"
-		   "The filter denies signals to the run's supervisor, so it names its pid: a run\n"
-		   "fills in its own; PID (default %d) stands for it here.\n"
-		   "\n"
-		   "A run loads a second filter after it, the floor, which compares syscall\n"
-		   "numbers only: it denies the newer calls the policy denies whether libseccomp\n"
-		   "knows their names or not, and answers ENOSYS to every number the policy does\n"
-		   "not know. --floor prints its instructions instead of the PFC.\n"
-		   "\n"
-		   "A run does not build the filter: it loads the one libseccomp built when\n"
-		   "maf-launch was built, with the supervisor's pid filled in, and so does this\n"
-		   "command print it (maf-launch links no libseccomp). The build checks that\n"
-		   "filling in a pid gives what libseccomp builds for it; so does\n"
-		   "'build/gen/filtergen --check PID...' in the source tree.\n",
-		POLICY_EXAMPLE_SUPERVISOR);
-}
-
-int cmd_policy(int argc, char **argv)
+int mafl_cmd_policy(int argc, char **argv)
 {
 	struct mafl_policy p = {.seccomp = 1, .egress_open = 0, .landlock = 1,
-				.supervisor = POLICY_EXAMPLE_SUPERVISOR};
+				.supervisor = MAFL_POLICY_EXAMPLE_SUPERVISOR};
 	unsigned long long pid;
-	int i, rc, floor = 0;
+	struct mafl_args a;
+	const char *v;
+	int key, rc, floor = 0;
 
-	for (i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			usage(stdout);
-			return 0;
-		}
-		if (strcmp(argv[i], "--supervisor-pid") == 0 && i + 1 < argc) {
-			if (parse_u64(argv[++i], 0x3fffffff, &pid) < 0 || pid == 0)
-				die(MAFP_EXIT_USAGE, "--supervisor-pid takes a pid");
+	mafl_opt_init(&a, &mafl_commands[MAFL_COMMAND_POLICY], argc, argv);
+	while ((key = mafl_opt_next(&a, &v)) != MAFL_OPT_END) {
+		switch (key) {
+		case MAFL_O_SUPERVISOR_PID:
+			if (mafl_parse_u64(v, 0x3fffffff, &pid) < 0 || pid == 0)
+				mafl_die(MAFP_EXIT_USAGE, "--supervisor-pid takes a pid");
 			p.supervisor = (int)pid;
-			continue;
-		}
-		if (strcmp(argv[i], "--check") == 0)
-			die(MAFP_EXIT_USAGE, "--check is done when maf-launch is built (this binary "
-			    "links no libseccomp): build/gen/filtergen --check PID...");
-		if (strcmp(argv[i], "--floor") == 0) {
+			break;
+		case MAFL_O_CHECK:
+			mafl_die(MAFP_EXIT_USAGE, "--check is done when maf-launch is built (this "
+				 "binary links no libseccomp): build/gen/filtergen --check PID...");
+		case MAFL_O_FLOOR:
 			floor = 1;
-			continue;
+			break;
+		case MAFL_O_EGRESS:
+			mafl_policy_option(&p, "--egress", v);
+			break;
+		case MAFL_O_SECCOMP:
+			mafl_policy_option(&p, "--seccomp", v);
+			break;
 		}
-		if (strcmp(argv[i], "--landlock") != 0 &&
-		    mafl_policy_option(&p, argv[i], i + 1 < argc ? argv[i + 1] : NULL)) {
-			i++;
-			continue;
-		}
-		usage(stderr);
-		die(MAFP_EXIT_USAGE, "unknown option '%s'", argv[i]);
 	}
 	fflush(stdout);
 	rc = floor ? mafl_seccomp_export_floor(&p, 1) : mafl_seccomp_export_pfc(&p, 1);
 	if (rc < 0)
-		die(MAFP_EXIT_LAUNCHER, "cannot build the seccomp filter: %s", strerror(-rc));
+		mafl_die(MAFP_EXIT_LAUNCHER, "cannot build the seccomp filter: %s", strerror(-rc));
 	return 0;
 }

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "commands.h"
 #include "prove.h"
 #include "util.h"
 
@@ -18,18 +19,21 @@ static void strip_slashes(const char *s, size_t *len)
 		(*len)--;
 }
 
-/* Finds the value of the last --run-dir among the options of a 'maf-launch run' argv, parsing
- * them as run does (run_parse_args): options stop at "--" or the first word not starting with
- * '-', and every option but --help/-h takes a value, inline after '=' or as the next word.
- * args holds the words back to back, each NUL-terminated. Returns the value or NULL. */
+/* Finds the value of the last --run-dir among the options of a 'maf-launch run' argv, read
+ * against run's table as run reads them (mafl_opt_next): options end at "--" or the first
+ * word that is not one ('-' alone is not); --help, or an option run does not know, would
+ * have ended run before it started a supervisor. args holds the words back to back, each
+ * NUL-terminated. Returns the value or NULL. */
 static const char *cmdline_run_dir(const char *args, size_t len)
 {
-	const char *run_dir = NULL, *p = args, *end = args + len, *w, *next;
+	const struct mafl_command *run = &mafl_commands[MAFL_COMMAND_RUN];
+	const char *run_dir = NULL, *p = args, *end = args + len, *w, *next, *v;
+	const struct mafl_opt *valued = NULL;	/* the option this word is the value of */
 	size_t index = 0;
-	int want_value = 0;	/* 1: this word is an option's value; 2: it is --run-dir's */
 
 	for (; p < end; p = next, index++) {
 		const char *z = memchr(p, '\0', (size_t)(end - p));
+		const struct mafl_opt *o;
 
 		if (!z)
 			return NULL;	/* cut by our read cap before the options ended */
@@ -42,20 +46,21 @@ static const char *cmdline_run_dir(const char *args, size_t len)
 				return NULL;
 			continue;
 		}
-		if (want_value) {
-			if (want_value == 2)
+		if (valued) {
+			if (valued->key == MAFL_O_RUN_DIR)
 				run_dir = w;
-			want_value = 0;
+			valued = NULL;
 			continue;
 		}
-		if (strcmp(w, "--") == 0 || w[0] != '-')
+		if (strcmp(w, "--") == 0 || w[0] != '-' || w[1] == '\0')
 			return run_dir;
-		if (strcmp(w, "--help") == 0 || strcmp(w, "-h") == 0)
-			return NULL;	/* run would print its help and exit */
-		if (strncmp(w, "--run-dir=", 10) == 0)
-			run_dir = w + 10;
-		else if (!strchr(w, '='))
-			want_value = strcmp(w, "--run-dir") == 0 ? 2 : 1;
+		o = mafl_opt_match(run, w, &v);
+		if (!o || o->key == MAFL_O_HELP)
+			return NULL;	/* run would have printed its help, or refused */
+		if (v && o->key == MAFL_O_RUN_DIR)
+			run_dir = v;
+		else if (o->arg && !v)
+			valued = o;
 	}
 	/* Options ran to the end of argv: run would have refused to start. */
 	return NULL;
@@ -72,7 +77,7 @@ static int all_uids_ours(int procfd, char *why, size_t size)
 	int fd, i;
 
 	fd = openat(procfd, "status", O_RDONLY | O_CLOEXEC);
-	n = fd < 0 ? -1 : read_full(fd, buf, sizeof(buf) - 1);
+	n = fd < 0 ? -1 : mafl_read_full(fd, buf, sizeof(buf) - 1);
 	if (fd >= 0)
 		close(fd);
 	if (n < 0) {
@@ -145,7 +150,7 @@ int mafl_prove_supervisor(pid_t pid, const char *run_dir, const struct stat *sel
 		goto out;
 	}
 	fd = openat(procfd, "cmdline", O_RDONLY | O_CLOEXEC);
-	n = fd < 0 ? -1 : read_full(fd, cmd, PROVE_CMDLINE_MAX);
+	n = fd < 0 ? -1 : mafl_read_full(fd, cmd, PROVE_CMDLINE_MAX);
 	if (fd >= 0)
 		close(fd);
 	if (n < 0) {

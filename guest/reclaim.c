@@ -135,7 +135,7 @@ static __attribute__((format(printf, 2, 3))) void left(struct reclaim *r, const 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	warnx("%s %s", r->path, msg);
+	mafl_warnx("%s %s", r->path, msg);
 }
 
 static size_t path_push(struct reclaim *r, const char *name)
@@ -232,7 +232,8 @@ static int move_up(struct reclaim *r, int dfd, const char *name)
 		/* Never the kept name: R/NAME may be absent, and what is moved up must go. */
 		if (r->keep && strcmp(tmp, r->keep) == 0)
 			continue;
-		if (syscall(SYS_renameat2, dfd, name, r->root_fd, tmp, RECLAIM_RENAME_NOREPLACE) == 0)
+		if (syscall(SYS_renameat2, dfd, name, r->root_fd, tmp,
+			    RECLAIM_RENAME_NOREPLACE) == 0)
 			break;
 		if (errno != EEXIST)
 			return -1;
@@ -300,25 +301,6 @@ static int remove_entry(struct reclaim *r, int dfd, const char *name, int depth)
 	return -1;
 }
 
-static void usage(FILE *f)
-{
-	fputs("usage: maf-launch reclaim --run-dir R [--keep NAME]\n"
-	      "\n"
-	      "Deletes the run directory R and all below it without following a symlink (it is\n"
-	      "removed as a link) or crossing a mount point (a mount below R is left in place\n"
-	      "with all it holds, and named). Read-only directories are made writable first.\n"
-	      "\n"
-	      "  --run-dir R   the run directory: absolute, not a symlink (required)\n"
-	      "  --keep NAME   leave R and its entry NAME (one path component: no '/', not '.'\n"
-	      "                or '..', at most 255 bytes), and delete every other entry of R\n"
-	      "                the same way. R/NAME is not looked into, whatever it is (a\n"
-	      "                symlink stays a symlink), and may be absent. R keeps its mode.\n"
-	      "\n"
-	      "Exit codes: 0 R is gone (or was absent; with --keep: all but R/NAME is gone), 1\n"
-	      "something could not be removed (each named on stderr), 2 usage (R relative, a\n"
-	      "symlink, not a directory; a bad NAME), 125 other failure.\n", f);
-}
-
 /* NULL if name is one path component --keep may name, else why not. */
 static const char *keep_check(const char *name)
 {
@@ -333,44 +315,75 @@ static const char *keep_check(const char *name)
 	return NULL;
 }
 
-int cmd_reclaim(int argc, char **argv)
+/* Reads reclaim's options: R, without its trailing slashes, into run_dir, and --keep's NAME
+ * (NULL without it). */
+static void reclaim_parse(int argc, char **argv, char *run_dir, const char **keep)
 {
-	const char *run_dir_arg = NULL, *keep = NULL, *v, *why, *base;
-	char run_dir[MAFP_RUN_DIR_MAX + 1], parent[MAFP_RUN_DIR_MAX + 1];
-	struct reclaim r;
-	struct rlimit rl;
+	const char *run_dir_arg = NULL, *v, *why;
+	struct mafl_args a;
 	size_t len;
-	int i, parent_fd, rc;
+	int key;
 
-	for (i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			usage(stdout);
-			return 0;
-		}
-		if (opt_take(argc, argv, &i, "--run-dir", &v)) {
+	*keep = NULL;
+	mafl_opt_init(&a, &mafl_commands[MAFL_COMMAND_RECLAIM], argc, argv);
+	while ((key = mafl_opt_next(&a, &v)) != MAFL_OPT_END) {
+		if (key == MAFL_O_RUN_DIR) {
 			run_dir_arg = v;
-		} else if (opt_take(argc, argv, &i, "--keep", &v)) {
-			/* A second would be lost or mean two: say so rather than delete either. */
-			if (keep)
-				die(MAFP_EXIT_USAGE, "--keep may be given once");
-			keep = v;
 		} else {
-			die(MAFP_EXIT_USAGE, "unexpected argument '%s' (try 'maf-launch reclaim "
-			    "--help')", argv[i]);
+			/* A second would be lost or mean two: say so rather than delete either. */
+			if (*keep)
+				mafl_die(MAFP_EXIT_USAGE, "--keep may be given once");
+			*keep = v;
 		}
 	}
-	if (keep && (why = keep_check(keep)))
-		die(MAFP_EXIT_USAGE, "bad --keep NAME: %s", why);
+	if (*keep && (why = keep_check(*keep)))
+		mafl_die(MAFP_EXIT_USAGE, "bad --keep NAME: %s", why);
 	if (!run_dir_arg)
-		die(MAFP_EXIT_USAGE, "--run-dir is required (try 'maf-launch reclaim --help')");
+		mafl_die(MAFP_EXIT_USAGE, "--run-dir is required (try 'maf-launch reclaim "
+			 "--help')");
 	if (mafp_run_dir_check(run_dir_arg, &why) < 0)
-		die(MAFP_EXIT_USAGE, "bad --run-dir '%s': %s", run_dir_arg, why);
+		mafl_die(MAFP_EXIT_USAGE, "bad --run-dir '%s': %s", run_dir_arg, why);
 	len = strlen(run_dir_arg);
 	while (len > 1 && run_dir_arg[len - 1] == '/')
 		len--;
 	memcpy(run_dir, run_dir_arg, len);
 	run_dir[len] = '\0';
+}
 
+/* Opens R, entry base of parent_fd, as r->root_fd, and r->root as what was opened. Dies when
+ * R is not a directory. Returns 0, or 1 when R is absent. */
+static int open_root(struct reclaim *r, int parent_fd, const char *base, const char *run_dir)
+{
+	if (look(parent_fd, base, 0, &r->root) < 0) {
+		if (errno == ENOENT)
+			return 1;
+		mafl_die_errno(MAFP_EXIT_LAUNCHER, "cannot examine %s", run_dir);
+	}
+	if (S_ISLNK(r->root.mode))
+		mafl_die(MAFP_EXIT_USAGE, "the run directory %s is a symlink; nothing was removed",
+			 run_dir);
+	if (!S_ISDIR(r->root.mode))
+		mafl_die(MAFP_EXIT_USAGE, "the run directory %s is not a directory; nothing "
+			 "was removed", run_dir);
+	r->root_fd = openat(parent_fd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (r->root_fd < 0)
+		mafl_die_errno(MAFP_EXIT_LAUNCHER, "cannot open the run directory %s", run_dir);
+	/* The baseline is what was opened, not what was looked at. */
+	if (look(r->root_fd, "", AT_EMPTY_PATH, &r->root) < 0)
+		mafl_die_errno(MAFP_EXIT_LAUNCHER, "cannot examine %s", run_dir);
+	r->root.mount_root = 0;	/* R may itself be a mount; what is below it may not */
+	return 0;
+}
+
+int mafl_cmd_reclaim(int argc, char **argv)
+{
+	const char *keep, *base;
+	char run_dir[MAFP_RUN_DIR_MAX + 1], parent[MAFP_RUN_DIR_MAX + 1];
+	struct reclaim r;
+	struct rlimit rl;
+	int parent_fd, rc;
+
+	reclaim_parse(argc, argv, run_dir, &keep);
 	/* R is removed from its parent by name, so split it. */
 	base = strrchr(run_dir, '/') + 1;
 	if (base == run_dir + 1) {
@@ -384,36 +397,21 @@ int cmd_reclaim(int argc, char **argv)
 	if (parent_fd < 0) {
 		if (errno == ENOENT)
 			return 0;	/* nothing to reclaim */
-		die_errno(MAFP_EXIT_LAUNCHER, "cannot open the directory that holds %s", run_dir);
+		mafl_die_errno(MAFP_EXIT_LAUNCHER, "cannot open the directory that holds %s",
+			       run_dir);
 	}
 
 	memset(&r, 0, sizeof(r));
 	r.keep = keep;
-	if (look(parent_fd, base, 0, &r.root) < 0) {
-		if (errno == ENOENT)
-			return 0;
-		die_errno(MAFP_EXIT_LAUNCHER, "cannot examine %s", run_dir);
-	}
-	if (S_ISLNK(r.root.mode))
-		die(MAFP_EXIT_USAGE, "the run directory %s is a symlink; nothing was removed",
-		    run_dir);
-	if (!S_ISDIR(r.root.mode))
-		die(MAFP_EXIT_USAGE, "the run directory %s is not a directory; nothing was removed",
-		    run_dir);
-	r.root_fd = openat(parent_fd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (r.root_fd < 0)
-		die_errno(MAFP_EXIT_LAUNCHER, "cannot open the run directory %s", run_dir);
-	/* The baseline is what was opened, not what was looked at. */
-	if (look(r.root_fd, "", AT_EMPTY_PATH, &r.root) < 0)
-		die_errno(MAFP_EXIT_LAUNCHER, "cannot examine %s", run_dir);
-	r.root.mount_root = 0;	/* R may itself be a mount; what is below it may not */
+	if (open_root(&r, parent_fd, base, run_dir))
+		return 0;
 	/* Each level of the walk holds a descriptor: allow as many as we may. */
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
 
-	str_copy(r.path, sizeof(r.path), run_dir);
+	mafl_str_copy(r.path, sizeof(r.path), run_dir);
 	r.path_len = strlen(r.path);
 	rc = empty_dir(&r, dup(r.root_fd), r.root.mode, 0);
 	while (r.npending > 0) {
@@ -439,10 +437,11 @@ int cmd_reclaim(int argc, char **argv)
 		left(&r, "cannot be removed: %s", strerror(errno));
 	}
 	if (r.left > RECLAIM_REPORT_MAX)
-		warnx("... and %u more", r.left - RECLAIM_REPORT_MAX);
+		mafl_warnx("... and %u more", r.left - RECLAIM_REPORT_MAX);
 	if (keep)
-		die(RECLAIM_EXIT_LEFT, "%s was not emptied but for %s: %u %s could not be removed "
-		    "(named above)", run_dir, keep, r.left, r.left == 1 ? "entry" : "entries");
-	die(RECLAIM_EXIT_LEFT, "%s was not removed entirely: %u %s could not be removed (named "
-	    "above)", run_dir, r.left, r.left == 1 ? "entry" : "entries");
+		mafl_die(RECLAIM_EXIT_LEFT, "%s was not emptied but for %s: %u %s could not be "
+			 "removed (named above)", run_dir, keep, r.left,
+			 r.left == 1 ? "entry" : "entries");
+	mafl_die(RECLAIM_EXIT_LEFT, "%s was not removed entirely: %u %s could not be removed "
+		 "(named above)", run_dir, r.left, r.left == 1 ? "entry" : "entries");
 }

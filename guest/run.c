@@ -26,62 +26,6 @@
 
 extern char **environ;
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: maf-launch run --run-dir R [OPTION]... [--] PROGRAM [ARG]...\n"
-		"\n"
-		"Starts PROGRAM detached from the caller, in R/work, with its stdout and stderr\n"
-		"merged into R/host_tools/program_output.txt, and returns once PROGRAM has been\n"
-		"exec'd. A supervisor stays with it: it enforces the timeout, ends every process\n"
-		"of the run when PROGRAM ends, and writes R/host_tools/program_exit.json and then\n"
-		"R/host_tools/program_exit_code (128+N when killed by signal N).\n"
-		"\n"
-		"The program inherits the call channel: MAF_HOST_TOOLS_FD names the descriptor,\n"
-		"MAF_HOST_TOOLS lists the --tool names; 'maf-launch call' uses it.\n"
-		"\n"
-		"On success prints one JSON line {\"pid\", \"supervisor_pid\", \"session\"} and\n"
-		"the line 'maf-host-tools: session'.\n"
-		"\n"
-		"Options:\n"
-		"  --run-dir R             the run directory: absolute, existing, not a symlink,\n"
-		"                          no ':' or '\\' (required); anywhere: below a directory\n"
-		"                          the program's identity may not pass (a root\n"
-		"                          launcher's), the program sees R alone of it (a\n"
-		"                          mount namespace of its own; needs CAP_SYS_ADMIN)\n"
-		"  --timeout S             wall-clock limit in seconds (fractions allowed); then\n"
-		"                          SIGTERM, the grace, SIGKILL (default: none)\n"
-		"  --grace S               seconds between SIGTERM and SIGKILL (default: 2)\n"
-		"  --max-output-bytes N    keep at most N bytes of output; the rest is counted and\n"
-		"                          dropped, and the truncation recorded (default: 67108864)\n"
-		"  --egress closed|open    closed: sockets other than AF_UNIX fail with EPERM\n"
-		"                          (default: closed)\n"
-		"  --seccomp default|off   the default seccomp filter, or none (default: default)\n"
-		"  --landlock auto|off     Landlock where the kernel has it, or not at all\n"
-		"                          (default: auto)\n"
-		"  --tool NAME             a tool the program may call through the channel\n"
-		"                          (repeatable; without any, every name is passed on)\n"
-		"  --max-calls N           calls the channel passes on before it refuses them\n"
-		"                          itself (default: no limit of its own)\n"
-		"  --user UID[:GID]        run PROGRAM as UID (and GID, default UID); needs a\n"
-		"                          privileged launcher. Default when the launcher is root:\n"
-		"                          an identity of the run's own, 1048576 + the\n"
-		"                          supervisor's pid (268435456 + it from 1048576 on);\n"
-		"                          otherwise the launcher's own.\n"
-		"                          --user 0 keeps root and its capabilities: only for\n"
-		"                          a program trusted more than the sandbox\n"
-		"  --max-procs N           processes and threads of the run's identity, when it\n"
-		"                          has one of its own (RLIMIT_NPROC; default: 256; 0: none)\n"
-		"  --max-memory BYTES      address space of each process of the run (RLIMIT_AS;\n"
-		"                          suffixes K, M, G; default: 4G; 0: none)\n"
-		"  --writable PATH         a directory or file outside R the program may also\n"
-		"                          write (Landlock; repeatable, at most 16)\n"
-		"  --help                  print this help\n"
-		"\n"
-		"Exit codes: 0 PROGRAM is running, 2 usage, 125 launcher failure, 126 PROGRAM\n"
-		"cannot be executed, 127 PROGRAM not found.\n");
-}
-
 /* UID or UID:GID, each 1 .. 2^32-2 (-1 means "unchanged" to setresuid); or 0 (0:0), which
  * keeps the launcher's root. */
 static int parse_user(const char *s, long long *uid, long long *gid)
@@ -95,10 +39,10 @@ static int parse_user(const char *s, long long *uid, long long *gid)
 	memcpy(buf, s, strlen(s) + 1);
 	if (colon)
 		buf[colon - s] = '\0';
-	if (parse_u64(buf, UINT32_MAX - 1, &u) < 0)
+	if (mafl_parse_u64(buf, UINT32_MAX - 1, &u) < 0)
 		return -1;
 	g = u;
-	if (colon && parse_u64(colon + 1, UINT32_MAX - 1, &g) < 0)
+	if (colon && mafl_parse_u64(colon + 1, UINT32_MAX - 1, &g) < 0)
 		return -1;
 	if ((u == 0) != (g == 0))
 		return -1;  /* root keeps all of root, or none of it */
@@ -126,7 +70,7 @@ static int parse_bytes(const char *s, unsigned long long *out)
 	}
 	if (shift)
 		buf[n - 1] = '\0';
-	if (parse_u64(buf, (1ull << 50) >> shift, &v) < 0)
+	if (mafl_parse_u64(buf, (1ull << 50) >> shift, &v) < 0)
 		return -1;
 	v <<= shift;
 	if (v != 0 && v < (16ull << 20))
@@ -135,11 +79,84 @@ static int parse_bytes(const char *s, unsigned long long *out)
 	return 0;
 }
 
-void run_parse_args(int argc, char **argv, struct run_opts *o)
+/* Applies one option of run's to o. */
+static void run_option(struct run_opts *o, int key, const char *v, size_t *ntools,
+		       size_t *nwritable)
 {
-	const char *run_dir = NULL, *why;
+	switch (key) {
+	case MAFL_O_TIMEOUT:
+		if (mafl_parse_seconds_ms(v, 86400000LL * 365, &o->timeout_ms) < 0 ||
+		    o->timeout_ms == 0)
+			mafl_die(MAFP_EXIT_USAGE, "--timeout takes a positive number of seconds, "
+				 "not '%s'", v);
+		break;
+	case MAFL_O_GRACE:
+		if (mafl_parse_seconds_ms(v, 3600000LL, &o->grace_ms) < 0)
+			mafl_die(MAFP_EXIT_USAGE, "--grace takes a number of seconds up to 3600, "
+				 "not '%s'", v);
+		break;
+	case MAFL_O_MAX_OUTPUT_BYTES:
+		if (mafl_parse_u64(v, 1ull << 50, &o->max_output) < 0)
+			mafl_die(MAFP_EXIT_USAGE, "--max-output-bytes takes a byte count, not '%s'",
+				 v);
+		break;
+	case MAFL_O_TOOL:
+		if (!mafp_tool_name_valid(v))
+			mafl_die(MAFP_EXIT_USAGE, "--tool takes a tool name (1 to %d printable "
+				 "characters, no space, '/', '\\' or '\"'), not '%s'",
+				 MAFP_TOOL_NAME_MAX, v);
+		o->tools = realloc(o->tools, (*ntools + 2) * sizeof(*o->tools));
+		if (!o->tools)
+			mafl_die(MAFP_EXIT_LAUNCHER, "out of memory");
+		o->tools[(*ntools)++] = (char *)v;
+		o->tools[*ntools] = NULL;
+		break;
+	case MAFL_O_USER:
+		if (parse_user(v, &o->user_uid, &o->user_gid) < 0)
+			mafl_die(MAFP_EXIT_USAGE, "--user takes UID or UID:GID, numbers from 1 to "
+				 "%u, or 0 (root), not '%s'", UINT32_MAX - 1, v);
+		break;
+	case MAFL_O_MAX_PROCS:
+		if (mafl_parse_u64(v, 1u << 22, &o->max_procs) < 0)
+			mafl_die(MAFP_EXIT_USAGE, "--max-procs takes a count up to %u, not '%s'",
+				 1u << 22, v);
+		break;
+	case MAFL_O_MAX_MEMORY:
+		if (parse_bytes(v, &o->max_memory) < 0)
+			mafl_die(MAFP_EXIT_USAGE, "--max-memory takes a byte count (suffixes K, M, "
+				 "G), 0 for none, or at least 16M, not '%s'", v);
+		break;
+	case MAFL_O_WRITABLE:
+		if (*nwritable == MAFL_WRITABLE_MAX)
+			mafl_die(MAFP_EXIT_USAGE, "--writable is given more than %d times",
+				 MAFL_WRITABLE_MAX);
+		if (v[0] != '/')
+			mafl_die(MAFP_EXIT_USAGE, "--writable takes an absolute path, not '%s'", v);
+		o->writable[(*nwritable)++] = v;
+		break;
+	case MAFL_O_MAX_CALLS:
+		if (mafl_parse_u64(v, MAFP_CALL_ID_MAX, &o->max_calls) < 0 || o->max_calls == 0)
+			mafl_die(MAFP_EXIT_USAGE, "--max-calls takes a positive count up to %d, "
+				 "not '%s'", MAFP_CALL_ID_MAX, v);
+		break;
+	case MAFL_O_EGRESS:
+		mafl_policy_option(&o->policy, "--egress", v);
+		break;
+	case MAFL_O_SECCOMP:
+		mafl_policy_option(&o->policy, "--seccomp", v);
+		break;
+	case MAFL_O_LANDLOCK:
+		mafl_policy_option(&o->policy, "--landlock", v);
+		break;
+	}
+}
+
+void mafl_run_parse_args(int argc, char **argv, struct run_opts *o)
+{
+	const char *run_dir = NULL, *why, *v;
 	size_t ntools = 0, nwritable = 0;
-	int i;
+	struct mafl_args a;
+	int key;
 
 	memset(o, 0, sizeof(*o));
 	o->grace_ms = MAFL_DEFAULT_GRACE_MS;
@@ -150,96 +167,28 @@ void run_parse_args(int argc, char **argv, struct run_opts *o)
 	o->policy.seccomp = 1;
 	o->policy.landlock = 1;
 
-	for (i = 1; i < argc; i++) {
-		static const char *const policy_opts[] = {"--egress", "--seccomp", "--landlock"};
-		const char *a = argv[i], *v;
-		size_t k;
-
-		if (strcmp(a, "--") == 0) {
-			i++;
-			break;
-		}
-		if (a[0] != '-')
-			break;
-		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-			usage(stdout);
-			exit(0);
-		}
-		if (opt_take(argc, argv, &i, "--run-dir", &v)) {
+	mafl_opt_init(&a, &mafl_commands[MAFL_COMMAND_RUN], argc, argv);
+	while ((key = mafl_opt_next(&a, &v)) != MAFL_OPT_END) {
+		if (key == MAFL_O_RUN_DIR)
 			run_dir = v;
-		} else if (opt_take(argc, argv, &i, "--timeout", &v)) {
-			if (parse_seconds_ms(v, 86400000LL * 365, &o->timeout_ms) < 0 ||
-			    o->timeout_ms == 0)
-				die(MAFP_EXIT_USAGE, "--timeout takes a positive number of seconds, "
-				    "not '%s'", v);
-		} else if (opt_take(argc, argv, &i, "--grace", &v)) {
-			if (parse_seconds_ms(v, 3600000LL, &o->grace_ms) < 0)
-				die(MAFP_EXIT_USAGE, "--grace takes a number of seconds up to 3600, "
-				    "not '%s'", v);
-		} else if (opt_take(argc, argv, &i, "--max-output-bytes", &v)) {
-			if (parse_u64(v, 1ull << 50, &o->max_output) < 0)
-				die(MAFP_EXIT_USAGE, "--max-output-bytes takes a byte count, not '%s'",
-				    v);
-		} else if (opt_take(argc, argv, &i, "--tool", &v)) {
-			if (!mafp_tool_name_valid(v))
-				die(MAFP_EXIT_USAGE, "--tool takes a tool name (1 to %d printable "
-				    "characters, no space, '/', '\\' or '\"'), not '%s'",
-				    MAFP_TOOL_NAME_MAX, v);
-			o->tools = realloc(o->tools, (ntools + 2) * sizeof(*o->tools));
-			if (!o->tools)
-				die(MAFP_EXIT_LAUNCHER, "out of memory");
-			o->tools[ntools++] = (char *)v;
-			o->tools[ntools] = NULL;
-		} else if (opt_take(argc, argv, &i, "--user", &v)) {
-			if (parse_user(v, &o->user_uid, &o->user_gid) < 0)
-				die(MAFP_EXIT_USAGE, "--user takes UID or UID:GID, numbers from 1 to "
-				    "%u, or 0 (root), not '%s'", UINT32_MAX - 1, v);
-		} else if (opt_take(argc, argv, &i, "--max-procs", &v)) {
-			if (parse_u64(v, 1u << 22, &o->max_procs) < 0)
-				die(MAFP_EXIT_USAGE, "--max-procs takes a count up to %u, not '%s'",
-				    1u << 22, v);
-		} else if (opt_take(argc, argv, &i, "--max-memory", &v)) {
-			if (parse_bytes(v, &o->max_memory) < 0)
-				die(MAFP_EXIT_USAGE, "--max-memory takes a byte count (suffixes K, M, "
-				    "G), 0 for none, or at least 16M, not '%s'", v);
-		} else if (opt_take(argc, argv, &i, "--writable", &v)) {
-			if (nwritable == MAFL_WRITABLE_MAX)
-				die(MAFP_EXIT_USAGE, "--writable is given more than %d times",
-				    MAFL_WRITABLE_MAX);
-			if (v[0] != '/')
-				die(MAFP_EXIT_USAGE, "--writable takes an absolute path, not '%s'", v);
-			o->writable[nwritable++] = v;
-		} else if (opt_take(argc, argv, &i, "--max-calls", &v)) {
-			if (parse_u64(v, MAFP_CALL_ID_MAX, &o->max_calls) < 0 || o->max_calls == 0)
-				die(MAFP_EXIT_USAGE, "--max-calls takes a positive count up to %d, "
-				    "not '%s'", MAFP_CALL_ID_MAX, v);
-		} else {
-			for (k = 0; k < sizeof(policy_opts) / sizeof(policy_opts[0]); k++) {
-				if (opt_take(argc, argv, &i, policy_opts[k], &v)) {
-					mafl_policy_option(&o->policy, policy_opts[k], v);
-					break;
-				}
-			}
-			if (k == sizeof(policy_opts) / sizeof(policy_opts[0]))
-				die(MAFP_EXIT_USAGE, "unknown option '%s' (try 'maf-launch run "
-				    "--help')", a);
-		}
+		else
+			run_option(o, key, v, &ntools, &nwritable);
 	}
 	if (!run_dir)
-		die(MAFP_EXIT_USAGE, "--run-dir is required (try 'maf-launch run --help')");
-	if (i >= argc)
-		die(MAFP_EXIT_USAGE, "no PROGRAM to run (try 'maf-launch run --help')");
-	if (argv[i][0] == '\0')
-		die(MAFP_EXIT_USAGE, "PROGRAM is an empty string");
+		mafl_die(MAFP_EXIT_USAGE, "--run-dir is required (try 'maf-launch run --help')");
+	if (a.i >= argc)
+		mafl_die(MAFP_EXIT_USAGE, "no PROGRAM to run (try 'maf-launch run --help')");
+	if (argv[a.i][0] == '\0')
+		mafl_die(MAFP_EXIT_USAGE, "PROGRAM is an empty string");
 	if (mafp_run_dir_check(run_dir, &why) < 0)
-		die(MAFP_EXIT_USAGE, "bad --run-dir '%s': %s", run_dir, why);
+		mafl_die(MAFP_EXIT_USAGE, "bad --run-dir '%s': %s", run_dir, why);
 	snprintf(o->run_dir, sizeof(o->run_dir), "%s", run_dir);
 	while (strlen(o->run_dir) > 1 && o->run_dir[strlen(o->run_dir) - 1] == '/')
 		o->run_dir[strlen(o->run_dir) - 1] = '\0';
-	o->argv = argv + i;
+	o->argv = argv + a.i;
 }
 
-int run_pythonpath_entry_ok(const char *e, size_t len, const char *run_dir)
+int mafl_run_pythonpath_entry_ok(const char *e, size_t len, const char *run_dir)
 {
 	size_t rlen = strlen(run_dir), i;
 
@@ -268,7 +217,7 @@ static int env_is(const char *entry, const char *name)
 	return strncmp(entry, name, n) == 0 && entry[n] == '=';
 }
 
-char **run_build_env(char *const *env, const char *run_dir)
+char **mafl_run_build_env(char *const *env, const char *run_dir)
 {
 	const char *old_pp = NULL;
 	size_t count = 0, i, out = 0, pplen, tlen;
@@ -284,7 +233,7 @@ char **run_build_env(char *const *env, const char *run_dir)
 		return NULL;
 	pplen = strlen("PYTHONPATH=") + strlen(run_dir) + strlen("/" MAFP_DIR_HOST_TOOLS) +
 		(old_pp ? strlen(old_pp) + 1 : 0) + 1;
-	/* PYTHONPATH, then TMPDIR, TMP and TEMP, in one allocation (run_free_env). */
+	/* PYTHONPATH, then TMPDIR, TMP and TEMP, in one allocation (mafl_run_free_env). */
 	tlen = strlen(run_dir) + strlen("/" MAFL_DIR_TMP) + 1;
 	pp = mafl_arena_calloc(pplen + 3 * (strlen("TMPDIR=") + tlen), 1);
 	if (!pp) {
@@ -295,7 +244,7 @@ char **run_build_env(char *const *env, const char *run_dir)
 	while (old_pp && *old_pp) {
 		size_t n = strcspn(old_pp, ":");
 
-		if (run_pythonpath_entry_ok(old_pp, n, run_dir)) {
+		if (mafl_run_pythonpath_entry_ok(old_pp, n, run_dir)) {
 			*w++ = ':';
 			memcpy(w, old_pp, n);
 			w += n;
@@ -332,7 +281,7 @@ char **run_build_env(char *const *env, const char *run_dir)
 	return newenv;
 }
 
-void run_free_env(char **env)
+void mafl_run_free_env(char **env)
 {
 	if (env) {
 		mafl_arena_free(env[0]);
@@ -341,13 +290,14 @@ void run_free_env(char **env)
 }
 
 /* Opens R/name as a directory, creating it if absent; a symlink there is refused. */
-void run_subdir_error(char *buf, size_t size, const char *run_dir, const char *name,
-		      int mkdir_err, int open_err)
+void mafl_run_subdir_error(char *buf, size_t size, const char *run_dir, const char *name,
+			   int mkdir_err, int open_err)
 {
 	if (mkdir_err)
 		snprintf(buf, size, "cannot create %s/%s: %s", run_dir, name, strerror(mkdir_err));
 	else if (open_err == ELOOP || open_err == ENOTDIR)
-		snprintf(buf, size, "%s/%s is not a directory (a symlink or a file)", run_dir, name);
+		snprintf(buf, size, "%s/%s is not a directory (a symlink or a file)", run_dir,
+			 name);
 	else
 		snprintf(buf, size, "cannot open %s/%s: %s", run_dir, name, strerror(open_err));
 }
@@ -358,13 +308,13 @@ static int open_subdir(int run_fd, const char *run_dir, const char *name)
 	int fd;
 
 	if (mkdirat(run_fd, name, 0777) < 0 && errno != EEXIST) {
-		run_subdir_error(why, sizeof(why), run_dir, name, errno, 0);
-		die(MAFP_EXIT_LAUNCHER, "%s", why);
+		mafl_run_subdir_error(why, sizeof(why), run_dir, name, errno, 0);
+		mafl_die(MAFP_EXIT_LAUNCHER, "%s", why);
 	}
 	fd = openat(run_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
-		run_subdir_error(why, sizeof(why), run_dir, name, 0, errno);
-		die(MAFP_EXIT_LAUNCHER, "%s", why);
+		mafl_run_subdir_error(why, sizeof(why), run_dir, name, 0, errno);
+		mafl_die(MAFP_EXIT_LAUNCHER, "%s", why);
 	}
 	return fd;
 }
@@ -375,19 +325,20 @@ static void open_dirs(const struct run_opts *o, struct run_dirs *d)
 
 	if (lstat(o->run_dir, &st) < 0) {
 		if (errno == ENOENT)
-			die(MAFP_EXIT_USAGE, "the run directory %s does not exist", o->run_dir);
-		die_errno(MAFP_EXIT_USAGE, "cannot use the run directory %s", o->run_dir);
+			mafl_die(MAFP_EXIT_USAGE, "the run directory %s does not exist",
+				 o->run_dir);
+		mafl_die_errno(MAFP_EXIT_USAGE, "cannot use the run directory %s", o->run_dir);
 	}
 	if (S_ISLNK(st.st_mode))
-		die(MAFP_EXIT_USAGE, "the run directory %s is a symlink", o->run_dir);
+		mafl_die(MAFP_EXIT_USAGE, "the run directory %s is a symlink", o->run_dir);
 	if (!S_ISDIR(st.st_mode))
-		die(MAFP_EXIT_USAGE, "the run directory %s is not a directory", o->run_dir);
+		mafl_die(MAFP_EXIT_USAGE, "the run directory %s is not a directory", o->run_dir);
 	/* openat rather than open here and on the rest of the launch: musl's open() follows
 	 * O_CLOEXEC with an fcntl(F_SETFD) for kernels older than 2.6.23, one system call
 	 * more for nothing. */
 	d->run = openat(AT_FDCWD, o->run_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (d->run < 0)
-		die_errno(MAFP_EXIT_LAUNCHER, "cannot open the run directory %s", o->run_dir);
+		mafl_die_errno(MAFP_EXIT_LAUNCHER, "cannot open the run directory %s", o->run_dir);
 	d->host_tools = open_subdir(d->run, o->run_dir, MAFP_DIR_HOST_TOOLS);
 }
 
@@ -403,7 +354,7 @@ static int supervisor_main(void *arg)
 	const struct supervisor_args *a = arg;
 
 	close(a->report_r);
-	supervise(a->o, a->d, a->report_w, &a->away);
+	mafl_supervise(a->o, a->d, a->report_w, &a->away);
 }
 
 /* The CPU the supervisor is put on, other than the one this process runs on, into *one; -1
@@ -429,7 +380,7 @@ static int other_cpu(cpu_set_t *saved, cpu_set_t *one)
 	return -1;
 }
 
-/* die() for finish(): "maf-launch run" and the rest of the line (": ...\n"), raw. */
+/* mafl_die() for finish(): "maf-launch run" and the rest of the line (": ...\n"), raw. */
 static __attribute__((noreturn)) void raw_die(int code, const char *rest, size_t len)
 {
 	mafl_raw_write(2, mafl_prog, strlen(mafl_prog));
@@ -451,7 +402,7 @@ static int send_opened(int sock, long fd)
 	return 1;
 }
 
-/* Makes dir/name as publish_at() makes its files (MAFL_OPEN_STAGED) and sends it on sock
+/* Makes dir/name as mafl_publish_at() makes its files (MAFL_OPEN_STAGED) and sends it on sock
  * (send_opened). Returns 1 if made. */
 static int hand_over(int dirfd, const char *name, int sock)
 {
@@ -469,7 +420,8 @@ static int hand_over_work(int run_fd, int sock)
 		return 0;
 	}
 	return send_opened(sock, mafl_raw_openat(run_fd, MAFP_DIR_WORK,
-						 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0));
+						 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
+						 0));
 }
 
 /* Makes dir/name (absent) and opens it, and sends it on sock as hand_over_work does. */
@@ -482,7 +434,8 @@ static int hand_over_dir(int dirfd, const char *name, int mode, int sock)
 		return 0;
 	}
 	return send_opened(sock, mafl_raw_openat(dirfd, name,
-						 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0));
+						 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
+						 0));
 }
 
 /* The channel's second way in: a unix stream socket listening at
@@ -599,7 +552,7 @@ static __attribute__((noreturn)) void finish(pid_t sup, int report_r, const stru
 	mafl_raw_exit(rep.exit_code);
 }
 
-int cmd_run(int argc, char **argv)
+int mafl_cmd_run(int argc, char **argv)
 {
 	/* Static: the supervisor goes on reading them after this process has exited. */
 	static struct run_opts o;
@@ -611,7 +564,7 @@ int cmd_run(int argc, char **argv)
 	int sv[2], other, own;
 	pid_t sup;
 
-	run_parse_args(argc, argv, &o);
+	mafl_run_parse_args(argc, argv, &o);
 	MAFL_MARK("launcher: options parsed");
 	/* Descriptors the caller leaked to us (beyond stdio) must reach neither the supervisor
 	 * nor the program: one of them may be the write end of a pipe the caller reads to EOF. */
@@ -623,14 +576,14 @@ int cmd_run(int argc, char **argv)
 	}
 	open_dirs(&o, &d);
 	MAFL_MARK("launcher: R and R/host_tools opened");
-	o.envp = run_build_env(environ, o.run_dir);
+	o.envp = mafl_run_build_env(environ, o.run_dir);
 	if (!o.envp)
-		die(MAFP_EXIT_LAUNCHER, "out of memory");
+		mafl_die(MAFP_EXIT_LAUNCHER, "out of memory");
 	MAFL_MARK("launcher: environment built");
 	/* A socket, not a pipe: the report comes back on it, and the files the launcher makes
 	 * go the other way (make_launch_files). */
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
-		die_errno(MAFP_EXIT_LAUNCHER, "cannot create a socket pair");
+		mafl_die_errno(MAFP_EXIT_LAUNCHER, "cannot create a socket pair");
 	fflush(NULL);
 	a.o = &o;
 	a.d = &d;
@@ -642,7 +595,7 @@ int cmd_run(int argc, char **argv)
 	other = other_cpu(&a.away.saved, &away);
 	sup = mafl_spawn_shared(supervisor_main, &a);
 	if (sup < 0)
-		die_errno(MAFP_EXIT_LAUNCHER, "cannot start the supervisor");
+		mafl_die_errno(MAFP_EXIT_LAUNCHER, "cannot start the supervisor");
 	/* The supervisor on another CPU than this one, while this one makes the launch's files
 	 * (make_launch_files): a new process is otherwise placed here most of the time, behind
 	 * this one, so that its set-up waits for the files (on ext4, a few hundred

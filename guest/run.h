@@ -88,12 +88,12 @@ struct run_dirs {
 
 /* The sentence for the run's subdirectory name that could not be made (mkdir_err, an errno)
  * or, that done, opened (open_err), as the launch reports it for R/host_tools and R/work. */
-void run_subdir_error(char *buf, size_t size, const char *run_dir, const char *name,
-		      int mkdir_err, int open_err);
+void mafl_run_subdir_error(char *buf, size_t size, const char *run_dir, const char *name,
+			   int mkdir_err, int open_err);
 
 /* Parses run's argv into o. Dies with exit code 2 on bad usage; prints help and exits 0 on
  * --help. */
-void run_parse_args(int argc, char **argv, struct run_opts *o);
+void mafl_run_parse_args(int argc, char **argv, struct run_opts *o);
 
 /* Builds the program's environment from env (NULL-terminated): PYTHONPATH rebuilt with
  * R/host_tools first then only inherited entries that are absolute, canonical and outside
@@ -101,12 +101,12 @@ void run_parse_args(int argc, char **argv, struct run_opts *o);
  * maf_entry (the shell launcher's variables, which it unsets) left out. Returns an array
  * from mafl_arena_calloc (util.h) whose first entry (PYTHONPATH) is allocated the same way and whose others are
  * env's own strings or constants, or NULL on allocation failure. Free it with
- * run_free_env(). */
-char **run_build_env(char *const *env, const char *run_dir);
-void run_free_env(char **env);
+ * mafl_run_free_env(). */
+char **mafl_run_build_env(char *const *env, const char *run_dir);
+void mafl_run_free_env(char **env);
 
 /* Keeps or drops one inherited PYTHONPATH entry (1 keep, 0 drop), as the shell launcher does. */
-int run_pythonpath_entry_ok(const char *entry, size_t len, const char *run_dir);
+int mafl_run_pythonpath_entry_ok(const char *entry, size_t len, const char *run_dir);
 
 /* The CPUs of a launch: the caller's affinity (saved), and whether a process of the launch is
  * held to one of them (held), to be given saved back. */
@@ -121,7 +121,7 @@ struct mafl_cpu_hold {
  * socket on which the launcher also sends the files it makes for the launch (run.c). away
  * says whether the launcher put the supervisor on a CPU other than its own (held) and the
  * affinity to give back (saved) once the program's process has exec'd. */
-__attribute__((noreturn)) void supervise(const struct run_opts *o, const struct run_dirs *d,
-					 int report_fd, const struct mafl_cpu_hold *away);
+__attribute__((noreturn)) void mafl_supervise(const struct run_opts *o, const struct run_dirs *d,
+					      int report_fd, const struct mafl_cpu_hold *away);
 
 #endif

@@ -661,14 +661,14 @@ int mafl_seccomp_export_floor(const struct mafl_policy *p, int fd)
 
 	if (!p->seccomp)
 		return 0;
-	if (write_all(fd, head, sizeof(head) - 1) < 0)
+	if (mafl_write_all(fd, head, sizeof(head) - 1) < 0)
 		return -errno;
 	n = floor_build(f);
 	for (i = 0; i < n; i++) {
 		floor_line(f, i, is_nr, line, sizeof(line));
 		if (f[i].code == (BPF_LD | BPF_W | BPF_ABS))
 			is_nr = f[i].k == offsetof(struct seccomp_data, nr);
-		if (write_all(fd, line, strlen(line)) < 0)
+		if (mafl_write_all(fd, line, strlen(line)) < 0)
 			return -errno;
 	}
 	return 0;
@@ -722,13 +722,13 @@ int mafl_seccomp_export_pfc(const struct mafl_policy *p, int fd)
 	if (!p->seccomp)
 		return 0;
 	for (i = 0; i < t->nseg; i++) {
-		if (write_all(fd, t->seg[i], strlen(t->seg[i])) < 0)
+		if (mafl_write_all(fd, t->seg[i], strlen(t->seg[i])) < 0)
 			return -errno;
 		if (!t->sub[i])
 			continue;
 		snprintf(num, sizeof(num), "%u", t->sub[i] == 1 ? (uint32_t)p->supervisor
 								  : (uint32_t)-p->supervisor);
-		if (write_all(fd, num, strlen(num)) < 0)
+		if (mafl_write_all(fd, num, strlen(num)) < 0)
 			return -errno;
 	}
 	return 0;

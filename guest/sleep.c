@@ -15,19 +15,6 @@
 /* Past a century a sleep is an infinite one: nothing waits on it. */
 #define SLEEP_MAX_S (100LL * 365 * 86400)
 
-static void usage(FILE *f)
-{
-	fprintf(f, "usage: sleep NUMBER[SUFFIX]...\n"
-		   "   or: maf-launch sleep NUMBER[SUFFIX]...\n"
-		   "\n"
-		   "Pauses for the sum of the NUMBERs (decimal, a fraction allowed) of seconds, or\n"
-		   "minutes (m), hours (h) or days (d), as coreutils' sleep does; 'infinity' (or\n"
-		   "'inf') never ends. For images with no coreutils: container backends start them\n"
-		   "as 'IMAGE sleep infinity'. A signal ends it as it ends sleep.\n"
-		   "\n"
-		   "Exit codes: 0 slept, 2 usage.\n");
-}
-
 /* Parses one operand into nanoseconds (capped at SLEEP_MAX_S). Returns 0, 1 for infinity,
  * or -1. */
 static int parse_interval(const char *s, long long *ns)
@@ -62,21 +49,20 @@ static int parse_interval(const char *s, long long *ns)
 	return *ns >= SLEEP_MAX_S * 1000000000LL;
 }
 
-int cmd_sleep(int argc, char **argv)
+int mafl_cmd_sleep(int argc, char **argv)
 {
 	long long total = 0;
+	struct mafl_args a;
+	const char *v;
 	int forever = 0, i;
 
-	if (argc == 2 && strcmp(argv[1], "--help") == 0) {
-		usage(stdout);
-		return 0;
-	}
-	if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+	mafl_opt_init(&a, &mafl_commands[MAFL_COMMAND_SLEEP], argc, argv);
+	if (mafl_opt_next(&a, &v) == MAFL_O_VERSION) {
 		printf("sleep (maf-launch) %s\n", MAF_VERSION);
 		return 0;
 	}
 	if (argc < 2) {
-		usage(stderr);
+		mafl_opt_help_print(stderr, &mafl_commands[MAFL_COMMAND_SLEEP]);
 		return MAFP_EXIT_USAGE;
 	}
 	for (i = 1; i < argc; i++) {
@@ -86,7 +72,8 @@ int cmd_sleep(int argc, char **argv)
 		if (r == 2)
 			continue;
 		if (r < 0)
-			die(MAFP_EXIT_USAGE, "invalid time interval '%s' (try '--help')", argv[i]);
+			mafl_die(MAFP_EXIT_USAGE, "invalid time interval '%s' (try '--help')",
+				 argv[i]);
 		forever |= r == 1;
 		total += ns;
 		if (total >= SLEEP_MAX_S * 1000000000LL)

@@ -39,34 +39,6 @@
 #define STOP_EXIT_LOST 3
 #define STOP_KILL_WAIT_MS 5000		/* for P to die after SIGKILL */
 
-static void usage(FILE *f)
-{
-	fputs("usage: maf-launch stop --run-dir R --supervisor-pid P [--timeout S]\n"
-	      "\n"
-	      "Ends run R's whole process tree through its supervisor P (supervisor_pid in the\n"
-	      "launch line), and signals nothing before P is proven to be it: through a pidfd\n"
-	      "(so a recycled pid is never hit), P must run this maf-launch executable, lead\n"
-	      "its own session and be 'maf-launch run' with --run-dir R (trailing slashes\n"
-	      "aside). Then SIGTERM to P, which stops the run (status \"stopped\"); if P has not\n"
-	      "exited after the timeout, SIGKILL to its descendants and to P (the exit record\n"
-	      "may then be missing).\n"
-	      "Prints the exit record (R/host_tools/program_exit.json) if there is one.\n"
-	      "When the launcher was root, every process of the run's own identity (uid\n"
-	      "1048576 + P, or 268435456 + P from P 1048576 on) is killed too, wherever it\n"
-	      "went: also when P is gone, so that nothing of a run whose supervisor was\n"
-	      "killed survives it.\n"
-	      "\n"
-	      "  --run-dir R          the run directory (required)\n"
-	      "  --supervisor-pid P   the run's supervisor (required)\n"
-	      "  --timeout S          seconds to wait for P before killing (default: 10)\n"
-	      "\n"
-	      "Exit codes: 0 the run has ended (or had already: P is gone and left the exit\n"
-	      "marker), 1 P is not the supervisor of run R (nothing signalled), 3 the run is\n"
-	      "lost: P is gone and left no exit marker and record it wrote (a marker or record\n"
-	      "that is not the supervisor's own is not accepted), 2 usage, 125 other failure.\n",
-	      f);
-}
-
 /* The process the host named: pidfd is -1 when the kernel has no pidfd_open. */
 struct target {
 	pid_t pid;
@@ -107,7 +79,7 @@ static int target_exited(const struct target *t)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 1;
-	n = read_full(fd, buf, sizeof(buf) - 1);
+	n = mafl_read_full(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (n <= 0)
 		return 1;
@@ -119,14 +91,14 @@ static int target_exited(const struct target *t)
 /* Waits up to ms for the target to exit. Returns 1 if it has, else 0. */
 static int target_wait(const struct target *t, long long ms)
 {
-	long long deadline = now_ms() + ms;
+	long long deadline = mafl_now_ms() + ms;
 
 	for (;;) {
 		long long left;
 
 		if (target_exited(t))
 			return 1;
-		left = deadline - now_ms();
+		left = deadline - mafl_now_ms();
 		if (left <= 0)
 			return 0;
 		if (t->pidfd >= 0) {
@@ -182,22 +154,22 @@ static int print_exit_record(const char *run_dir)
 
 	if (ht < 0)
 		return 0;
-	fd = open_regular_at(ht, MAFP_FILE_EXIT_RECORD, &st);
+	fd = mafl_open_regular_at(ht, MAFP_FILE_EXIT_RECORD, &st);
 	close(ht);
 	if (fd < 0)
 		return 0;
-	n = read_full(fd, buf, sizeof(buf));
+	n = mafl_read_full(fd, buf, sizeof(buf));
 	close(fd);
 	if (n <= 0)
 		return 0;
 	if (n > MAFP_EXIT_RECORD_MAX) {
-		warnx("the exit record of %s is larger than %d bytes; not printed", run_dir,
-		      MAFP_EXIT_RECORD_MAX);
+		mafl_warnx("the exit record of %s is larger than %d bytes; not printed", run_dir,
+			   MAFP_EXIT_RECORD_MAX);
 		return 0;
 	}
-	if (write_all(1, buf, (size_t)n) < 0 ||
-	    (buf[n - 1] != '\n' && write_all(1, "\n", 1) < 0))
-		die_errno(MAFP_EXIT_LAUNCHER, "cannot write to stdout");
+	if (mafl_write_all(1, buf, (size_t)n) < 0 ||
+	    (buf[n - 1] != '\n' && mafl_write_all(1, "\n", 1) < 0))
+		mafl_die_errno(MAFP_EXIT_LAUNCHER, "cannot write to stdout");
 	return 1;
 }
 
@@ -211,7 +183,7 @@ static void sweep(pid_t supervisor)
 				   .gid = mafl_run_id(supervisor)};
 
 	if (geteuid() == 0 && mafl_identity_sweep(&id, 1) > 0)
-		warnx("killed what was left of the run of supervisor %d", (int)supervisor);
+		mafl_warnx("killed what was left of the run of supervisor %d", (int)supervisor);
 }
 
 /* The markers a supervisor wrote are regular files of its own uid (the uid of whoever stops
@@ -237,14 +209,15 @@ static int already_gone(const struct target *t, const char *run_dir)
 {
 	sweep(t->pid);
 	if (!has_exit_marker(run_dir))
-		die(STOP_EXIT_LOST, "the supervisor %d is gone and run %s has no exit marker: the "
-		    "run is lost", (int)t->pid, run_dir);
+		mafl_die(STOP_EXIT_LOST, "the supervisor %d is gone and run %s has no exit "
+			 "marker: the run is lost", (int)t->pid, run_dir);
 	if (!written_by_supervisor(run_dir, MAFP_MARKER_EXIT_CODE) ||
 	    !written_by_supervisor(run_dir, MAFP_FILE_EXIT_RECORD))
-		die(STOP_EXIT_LOST, "the supervisor %d is gone and the exit marker or record of run "
-		    "%s is not one it wrote: the run is lost", (int)t->pid, run_dir);
+		mafl_die(STOP_EXIT_LOST, "the supervisor %d is gone and the exit marker or "
+			 "record of run %s is not one it wrote: the run is lost", (int)t->pid,
+			 run_dir);
 	print_exit_record(run_dir);
-	warnx("run %s had already ended", run_dir);
+	mafl_warnx("run %s had already ended", run_dir);
 	return 0;
 }
 
@@ -263,52 +236,56 @@ static void kill_tree(const struct target *t)
 	target_signal(t, SIGKILL);
 }
 
-int cmd_stop(int argc, char **argv)
+/* Reads stop's options: R without its trailing slashes into run_dir, P into *pid, the
+ * timeout into *timeout_ms. */
+static void stop_parse(int argc, char **argv, char *run_dir, unsigned long long *pid,
+		       long long *timeout_ms)
 {
 	const char *run_dir_arg = NULL, *pid_arg = NULL, *v, *why;
-	char run_dir[MAFP_RUN_DIR_MAX + 1], reason[768];
-	long long timeout_ms = STOP_DEFAULT_TIMEOUT_MS;
-	unsigned long long pid;
-	struct target t;
-	struct stat self;
+	struct mafl_args a;
 	size_t len;
-	int i;
+	int key;
 
-	for (i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			usage(stdout);
-			return 0;
-		}
-		if (opt_take(argc, argv, &i, "--run-dir", &v)) {
+	*timeout_ms = STOP_DEFAULT_TIMEOUT_MS;
+	mafl_opt_init(&a, &mafl_commands[MAFL_COMMAND_STOP], argc, argv);
+	while ((key = mafl_opt_next(&a, &v)) != MAFL_OPT_END) {
+		if (key == MAFL_O_RUN_DIR)
 			run_dir_arg = v;
-		} else if (opt_take(argc, argv, &i, "--supervisor-pid", &v)) {
+		else if (key == MAFL_O_SUPERVISOR_PID)
 			pid_arg = v;
-		} else if (opt_take(argc, argv, &i, "--timeout", &v)) {
-			if (parse_seconds_ms(v, 86400000LL, &timeout_ms) < 0)
-				die(MAFP_EXIT_USAGE, "--timeout takes a number of seconds up to 86400, "
-				    "not '%s'", v);
-		} else {
-			die(MAFP_EXIT_USAGE, "unexpected argument '%s' (try 'maf-launch stop --help')",
-			    argv[i]);
-		}
+		else if (mafl_parse_seconds_ms(v, 86400000LL, timeout_ms) < 0)
+			mafl_die(MAFP_EXIT_USAGE, "--timeout takes a number of seconds up to "
+				 "86400, not '%s'", v);
 	}
 	if (!run_dir_arg || !pid_arg)
-		die(MAFP_EXIT_USAGE, "--run-dir and --supervisor-pid are required (try "
-		    "'maf-launch stop --help')");
+		mafl_die(MAFP_EXIT_USAGE, "--run-dir and --supervisor-pid are required (try "
+			 "'maf-launch stop --help')");
 	if (mafp_run_dir_check(run_dir_arg, &why) < 0)
-		die(MAFP_EXIT_USAGE, "bad --run-dir '%s': %s", run_dir_arg, why);
-	if (parse_u64(pid_arg, 0x7fffffff, &pid) < 0 || pid < 2)
-		die(MAFP_EXIT_USAGE, "--supervisor-pid takes a process id greater than 1, not '%s'",
-		    pid_arg);
+		mafl_die(MAFP_EXIT_USAGE, "bad --run-dir '%s': %s", run_dir_arg, why);
+	if (mafl_parse_u64(pid_arg, 0x7fffffff, pid) < 0 || *pid < 2)
+		mafl_die(MAFP_EXIT_USAGE, "--supervisor-pid takes a process id greater than 1, "
+			 "not '%s'", pid_arg);
 	len = strlen(run_dir_arg);
 	memcpy(run_dir, run_dir_arg, len + 1);
 	strip_slashes(run_dir, &len);
 	run_dir[len] = '\0';
+}
+
+int mafl_cmd_stop(int argc, char **argv)
+{
+	char run_dir[MAFP_RUN_DIR_MAX + 1], reason[768];
+	long long timeout_ms;
+	unsigned long long pid;
+	struct target t;
+	struct stat self;
+
+	stop_parse(argc, argv, run_dir, &pid, &timeout_ms);
 	if ((pid_t)pid == getpid())
-		die(STOP_EXIT_NOT_SUPERVISOR, "process %llu is this stop command; nothing was "
-		    "signalled", pid);
+		mafl_die(STOP_EXIT_NOT_SUPERVISOR, "process %llu is this stop command; nothing was "
+			 "signalled", pid);
 	if (stat("/proc/self/exe", &self) < 0)
-		die_errno(MAFP_EXIT_LAUNCHER, "cannot read /proc/self/exe (is /proc mounted?)");
+		mafl_die_errno(MAFP_EXIT_LAUNCHER, "cannot read /proc/self/exe (is /proc "
+			       "mounted?)");
 
 	t.pid = (pid_t)pid;
 	t.pidfd = (int)syscall(SYS_pidfd_open, t.pid, 0);
@@ -316,7 +293,8 @@ int cmd_stop(int argc, char **argv)
 		if (errno == ESRCH)
 			return already_gone(&t, run_dir);
 		if (errno != ENOSYS)
-			die_errno(MAFP_EXIT_LAUNCHER, "cannot open a pidfd for process %d", t.pid);
+			mafl_die_errno(MAFP_EXIT_LAUNCHER, "cannot open a pidfd for process %d",
+				       t.pid);
 		/* Before Linux 5.3: plain kill, each one preceded by a fresh check. */
 	}
 	if (target_exited(&t))
@@ -334,8 +312,8 @@ int cmd_stop(int argc, char **argv)
 		}
 		if (target_exited(&t))
 			return already_gone(&t, run_dir);
-		die(STOP_EXIT_NOT_SUPERVISOR, "process %d is not the supervisor of run %s: %s; "
-		    "nothing was signalled", t.pid, run_dir, reason);
+		mafl_die(STOP_EXIT_NOT_SUPERVISOR, "process %d is not the supervisor of run "
+			 "%s: %s; nothing was signalled", t.pid, run_dir, reason);
 	}
 	/* While the pidfd's process has not exited, pid P cannot have been reused, so what
 	 * /proc/P showed was that process. */
@@ -344,23 +322,26 @@ int cmd_stop(int argc, char **argv)
 	if (target_signal(&t, SIGTERM) < 0) {
 		if (errno == ESRCH)
 			return already_gone(&t, run_dir);
-		die_errno(MAFP_EXIT_LAUNCHER, "cannot signal the supervisor %d", t.pid);
+		mafl_die_errno(MAFP_EXIT_LAUNCHER, "cannot signal the supervisor %d", t.pid);
 	}
 	if (!target_wait(&t, timeout_ms)) {
-		warnx("the supervisor %d did not end run %s within the timeout; killing every "
-		      "process of the run and the supervisor", t.pid, run_dir);
-		if (t.pidfd < 0 && mafl_prove_supervisor(t.pid, run_dir, &self, reason, sizeof(reason)) < 0) {
+		mafl_warnx("the supervisor %d did not end run %s within the timeout; killing every "
+			   "process of the run and the supervisor", t.pid, run_dir);
+		if (t.pidfd < 0 && mafl_prove_supervisor(t.pid, run_dir, &self, reason,
+							 sizeof(reason)) < 0) {
 			if (!target_exited(&t))
-				die(MAFP_EXIT_LAUNCHER, "process %d is no longer the supervisor of run "
-				    "%s (%s); nothing more was signalled", t.pid, run_dir, reason);
+				mafl_die(MAFP_EXIT_LAUNCHER, "process %d is no longer the "
+					 "supervisor of run %s (%s); nothing more was signalled",
+					 t.pid, run_dir, reason);
 		} else {
 			kill_tree(&t);
 		}
 		if (!target_wait(&t, STOP_KILL_WAIT_MS))
-			die(MAFP_EXIT_LAUNCHER, "the supervisor %d did not die after SIGKILL", t.pid);
+			mafl_die(MAFP_EXIT_LAUNCHER, "the supervisor %d did not die after "
+				 "SIGKILL", t.pid);
 	}
 	sweep(t.pid);
 	if (!print_exit_record(run_dir) && !has_exit_marker(run_dir))
-		warnx("run %s has ended without an exit record", run_dir);
+		mafl_warnx("run %s has ended without an exit record", run_dir);
 	return 0;
 }

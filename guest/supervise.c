@@ -1,12 +1,15 @@
 /* The supervisor: the process maf-launch run leaves behind with the program. It leads its
  * own session, is the child subreaper of the whole run, relays the program's output into the
  * capped output file, enforces the timeout, ends every process of the run when the program
- * ends, and publishes the exit record and the legacy markers. */
+ * ends, and publishes the exit record and the legacy markers.
+ *
+ * It is a state machine (enum sup_state): each state has one function that does its work
+ * and returns the event that ends it (enum sup_event; the loop's turn also feeds those it
+ * sees meanwhile). sup_next, one table, says which state an event leads to, sup_feed alone
+ * changes the state, and sup_enter says what entering a state does. */
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -18,7 +21,6 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
@@ -27,9 +29,9 @@
 
 #include "channel.h"
 #include "contain.h"
-#include "cover.h"
 #include "identity.h"
 #include "profile.h"
+#include "program.h"
 #include "protocol.h"
 #include "run.h"
 #include "spawn.h"
@@ -37,19 +39,9 @@
 #include "util.h"
 #include "witness.h"
 
-/* Messages from the program's process to the supervisor over a close-on-exec pipe: EOF
- * without a FAIL message means exec succeeded. */
-enum child_msg_kind { CHILD_LANDLOCK = 1, CHILD_FAIL = 2, CHILD_WITNESS = 3 };
-struct child_msg {
-	int kind;
-	int code;               /* FAIL: the launcher exit code; LANDLOCK: the ABI or <= 0;
-				 * WITNESS: the witness's pid */
-	int err;                /* errno */
-	char what[96];          /* FAIL: the step that failed */
-};
-
 /* Tells the launcher how the launch went, once: the error line for its stderr. */
-static void send_report(int fd, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void send_report(int fd, int code, const char *fmt,
+			...) __attribute__((format(printf, 3, 4)));
 static void send_report(int fd, int code, const char *fmt, ...)
 {
 	struct launch_report rep;
@@ -64,7 +56,7 @@ static void send_report(int fd, int code, const char *fmt, ...)
 	va_end(ap);
 	n = snprintf(rep.text, sizeof(rep.text), "%s: %s\n", mafl_prog, line);
 	rep.len = n < (int)sizeof(rep.text) ? (unsigned)n : (unsigned)sizeof(rep.text) - 1;
-	write_all(fd, &rep, sizeof(rep));
+	mafl_write_all(fd, &rep, sizeof(rep));
 	close(fd);
 }
 
@@ -77,9 +69,9 @@ static void send_started(int fd, pid_t pid, const struct mafl_identity *id,
 					.uid = id->uid, .gid = id->gid};
 	int n;
 
-	str_copy(info.identity, sizeof(info.identity),
-		 id->own ? MAFP_IDENTITY_OWN : MAFP_IDENTITY_LAUNCHER);
-	str_copy(info.landlock, sizeof(info.landlock), landlock);
+	mafl_str_copy(info.identity, sizeof(info.identity),
+		      id->own ? MAFP_IDENTITY_OWN : MAFP_IDENTITY_LAUNCHER);
+	mafl_str_copy(info.landlock, sizeof(info.landlock), landlock);
 	memset(&rep, 0, sizeof(rep));
 	n = mafp_launch_info_format(&info, rep.text, sizeof(rep.text));
 	if (n < 0 || (size_t)n + strlen(MAFP_SESSION_LINE) + 3 > sizeof(rep.text)) {
@@ -88,324 +80,97 @@ static void send_started(int fd, pid_t pid, const struct mafl_identity *id,
 	}
 	n += snprintf(rep.text + n, sizeof(rep.text) - (size_t)n, "\n%s\n", MAFP_SESSION_LINE);
 	rep.len = (unsigned)n;
-	write_all(fd, &rep, sizeof(rep));
+	mafl_write_all(fd, &rep, sizeof(rep));
 	close(fd);
 }
 
-static __attribute__((noreturn)) void child_fail(int fd, int code, int err, const char *what)
-{
-	struct child_msg m;
-
-	memset(&m, 0, sizeof(m));
-	m.kind = CHILD_FAIL;
-	m.code = code;
-	m.err = err;
-	str_copy(m.what, sizeof(m.what), what);
-	write_all(fd, &m, sizeof(m));
-	_exit(code);
-}
-
-/* The signals this process ignores, from SigIgn in /proc/self/status (bit N-1 for signal
- * N): three system calls rather than one sigaction per signal. Without /proc, all of them. */
-static uint64_t ignored_signals(void)
-{
-	static const char key[] = "SigIgn:\t";
-	char buf[2048], *p, *end;
-	uint64_t mask = 0;
-	ssize_t n = -1;
-	int fd = openat(AT_FDCWD, "/proc/self/status", O_RDONLY | O_CLOEXEC);
-
-	if (fd >= 0) {
-		n = read_full(fd, buf, sizeof(buf));
-		close(fd);
-	}
-	if (n <= 0)
-		return ~(uint64_t)0;
-	end = buf + n;
-	for (p = buf; (size_t)(end - p) > sizeof(key) && memcmp(p, key, sizeof(key) - 1) != 0;) {
-		p = memchr(p, '\n', (size_t)(end - p));
-		if (!p)
-			return ~(uint64_t)0;
-		p++;
-	}
-	if ((size_t)(end - p) <= sizeof(key))
-		return ~(uint64_t)0;
-	for (p += sizeof(key) - 1; p < end && *p != '\n'; p++) {
-		int d = *p >= '0' && *p <= '9' ? *p - '0' : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 : -1;
-
-		if (d < 0 || mask >> 60)
-			return ~(uint64_t)0;
-		mask = mask << 4 | (uint64_t)d;
-	}
-	return p < end ? mask : ~(uint64_t)0;
-}
-
-/* Keeps this process on the CPU it runs on, and so the program's process it is about to
- * start, which inherits the affinity: a new process is otherwise placed on the idlest CPU,
- * which on an idle machine wakes another CPU only to have this one wait for it (the vfork
- * lasts until the exec). The program's process gives the affinity back before exec
- * (child_exec), and this one once it returns (release_cpu). Nothing is held where the
- * affinity cannot be read whole (over 1024 CPUs) or changed, or allows one CPU only. The
- * CPU is asked by system call: sched_getcpu() would map the vDSO (util.h). */
-static void hold_cpu(struct mafl_cpu_hold *h)
-{
-	cpu_set_t one;
-	unsigned cpu;
-
-	h->held = 0;
-	if (sched_getaffinity(0, sizeof(h->saved), &h->saved) < 0 ||
-	    CPU_COUNT(&h->saved) < 2 || syscall(SYS_getcpu, &cpu, NULL, NULL) < 0 ||
-	    cpu >= CPU_SETSIZE)
-		return;
-	CPU_ZERO(&one);
-	CPU_SET(cpu, &one);
-	h->held = sched_setaffinity(0, sizeof(one), &one) == 0;
-}
-
-/* Restores the affinity hold_cpu() found, if it held. Returns 0 or -1 with errno set. */
-static int release_cpu(const struct mafl_cpu_hold *h)
-{
-	return h->held ? sched_setaffinity(0, sizeof(h->saved), &h->saved) : 0;
-}
-
-struct child_args {
-	const struct run_opts *o;
-	const struct mafl_identity *id;
-	int work;               /* R/work */
-	int run;                /* R */
-	const char *cover;      /* the directory above R to cover (cover.h); "": none */
-	int host_tools;         /* R/host_tools, for the witness */
-	int ruleset;            /* the Landlock ruleset the launcher began (run.c), or -1 */
-	uint64_t ignored;       /* the signals this process ignores (ignored_signals) */
-	int marker_r;           /* the witness's end of the hand-over pipe */
-	int out_w, msg_w, chan_fd;
-	char **envp;
-	const struct mafl_cpu_hold *cpus;
+/* The supervisor's states, in the order a run goes through them. */
+enum sup_state {
+	SUP_STAY,           /* in sup_next: the event changes nothing in this state */
+	SUP_SETUP,          /* let go of the caller; signal and timer descriptors, pipes */
+	SUP_PREPARE,        /* the identity, the launcher's files, the channel, R lent */
+	SUP_START,          /* the program's process: started, its exec awaited */
+	SUP_RUNNING,        /* the program runs; the timeout is armed, if any */
+	SUP_ENDING,         /* SIGTERM sent to the run; SIGKILL when the grace is over */
+	SUP_KILLING,        /* SIGKILL sent to the run; the program's end awaited */
+	SUP_CUT_OFF,        /* the host killed the run's session: all of it SIGKILLed, and
+			     * nothing more is made in R/host_tools */
+	SUP_TEARDOWN,       /* the program has ended: the rest of the run, the output, the
+			     * record and the markers */
+	SUP_LAUNCH_FAILED,  /* the program's process failed before exec: record, report */
+	SUP_FAILED,         /* the launch failed before that: report */
+	SUP_EXIT,
+	SUP_NSTATES
 };
 
-/* The limits of the program's process: no core, and with an identity of the run's own, at
- * most max_procs processes and threads of it (RLIMIT_NPROC counts per uid: the run's own
- * count); each process at most max_memory of address space. Its oom_score_adj is the
- * highest, so that the kernel's OOM killer takes the run's processes before the host's. */
-static int limit_child(const struct run_opts *o, const struct mafl_identity *id,
-		       const char **step)
-{
-	struct rlimit core = {0, 0};
-	int fd;
+enum sup_event {
+	SUP_EV_DONE,            /* the state's work is done */
+	SUP_EV_FAILED,          /* the launch failed; s->why says why */
+	SUP_EV_EXEC_FAILED,     /* the program's process did not reach exec; s->fail says why */
+	SUP_EV_STOP,            /* SIGTERM, SIGINT or SIGQUIT */
+	SUP_EV_TIMER,           /* the timer: the timeout, or the end of the grace */
+	SUP_EV_SESSION_KILLED,  /* the witness died before the end (witness.h) */
+	SUP_EV_ENDED,           /* the program has ended (or the loop cannot go on) */
+	SUP_EV_NONE,            /* a turn of the loop saw nothing that changes the state */
+	SUP_NEVENTS
+};
 
-	*step = "set RLIMIT_CORE";
-	if (setrlimit(RLIMIT_CORE, &core) < 0)
-		return -errno;
-	if (id->own && o->max_procs) {
-		struct rlimit nproc = {o->max_procs, o->max_procs};
+/* Every transition: the state an event leads to, SUP_STAY where it changes nothing. */
+static const unsigned char sup_next[SUP_NSTATES][SUP_NEVENTS] = {
+	[SUP_SETUP] = {[SUP_EV_DONE] = SUP_PREPARE, [SUP_EV_FAILED] = SUP_FAILED},
+	[SUP_PREPARE] = {[SUP_EV_DONE] = SUP_START, [SUP_EV_FAILED] = SUP_FAILED},
+	[SUP_START] = {[SUP_EV_DONE] = SUP_RUNNING, [SUP_EV_FAILED] = SUP_FAILED,
+		       [SUP_EV_EXEC_FAILED] = SUP_LAUNCH_FAILED},
+	[SUP_RUNNING] = {[SUP_EV_STOP] = SUP_ENDING, [SUP_EV_TIMER] = SUP_ENDING,
+			 [SUP_EV_SESSION_KILLED] = SUP_CUT_OFF, [SUP_EV_ENDED] = SUP_TEARDOWN},
+	[SUP_ENDING] = {[SUP_EV_TIMER] = SUP_KILLING, [SUP_EV_SESSION_KILLED] = SUP_CUT_OFF,
+			[SUP_EV_ENDED] = SUP_TEARDOWN},
+	[SUP_KILLING] = {[SUP_EV_SESSION_KILLED] = SUP_CUT_OFF, [SUP_EV_ENDED] = SUP_TEARDOWN},
+	[SUP_CUT_OFF] = {[SUP_EV_ENDED] = SUP_TEARDOWN},
+	[SUP_TEARDOWN] = {[SUP_EV_DONE] = SUP_EXIT},
+	[SUP_LAUNCH_FAILED] = {[SUP_EV_DONE] = SUP_EXIT},
+	[SUP_FAILED] = {[SUP_EV_DONE] = SUP_EXIT},
+};
 
-		*step = "set RLIMIT_NPROC";
-		if (setrlimit(RLIMIT_NPROC, &nproc) < 0)
-			return -errno;
-	}
-	if (o->max_memory) {
-		struct rlimit as = {o->max_memory, o->max_memory};
-
-		*step = "set RLIMIT_AS";
-		if (setrlimit(RLIMIT_AS, &as) < 0)
-			return -errno;
-	}
-	/* Best effort: a /proc that is not there (a scratch container without one) takes
-	 * nothing from the rest. */
-	fd = openat(AT_FDCWD, "/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		if (write(fd, "1000", 4) < 0) {
-			/* not worth failing the launch */
-		}
-		close(fd);
-	}
-	return 0;
-}
-
-/* execvpe, but a directory of PATH that the program's identity may not search is skipped
- * as sh skips it: a PATH that names root's private directories (/root/.local/bin) must not
- * turn "not found" into "permission denied". EACCES is kept only for a file that is there
- * but cannot be executed. PATH is the program's (envp), as its own execvp would read it. */
-static int exec_search(const char *file, char *const argv[], char *const envp[])
-{
-	const char *path = "/usr/local/bin:/bin:/usr/bin", *p, *z;
-	size_t flen = strlen(file);
-	int eacces = 0, i;
-
-	if (!*file || strchr(file, '/'))
-		return execve(file, argv, envp);
-	for (i = 0; envp[i]; i++)
-		if (strncmp(envp[i], "PATH=", 5) == 0)
-			path = envp[i] + 5;
-	for (p = path;; p = z + 1) {
-		char buf[PATH_MAX];
-		struct stat st;
-		size_t l;
-
-		z = strchr(p, ':');
-		if (!z)
-			z = p + strlen(p);
-		l = (size_t)(z - p);
-		if (l + flen + 2 <= sizeof(buf)) {
-			memcpy(buf, p, l);
-			buf[l] = '/';
-			memcpy(buf + l + (l > 0), file, flen + 1);
-			execve(buf, argv, envp);
-			if (errno == EACCES && stat(buf, &st) == 0)
-				eacces = 1;
-			else if (errno != EACCES && errno != ENOENT && errno != ENOTDIR &&
-				 errno != ELOOP && errno != ENAMETOOLONG)
-				return -1;
-		}
-		if (!*z)
-			break;
-	}
-	errno = eacces ? EACCES : ENOENT;
-	return -1;
-}
-
-/* In the program's process: session and witness, stdio, containment (rlimits, no_new_privs,
- * Landlock, seccomp, in that order), exec. */
-static __attribute__((noreturn)) void child_exec(const struct child_args *a)
-{
-	const struct run_opts *o = a->o;
-	int out_w = a->out_w, msg_fd = a->msg_w, chan_fd = a->chan_fd;
-	char **envp = a->envp;
-	struct mafl_policy policy = o->policy;
-	pid_t supervisor = getppid();
-	const char *step = "";
-	sigset_t none;
-	uint64_t ignored;
-	int devnull, i, rc;
-
-	MAFL_MARK("program: process started");
-	/* Raw syscalls: the C library refuses its own signals (32 and up) in sigaction and
-	 * keeps them in the mask, yet an ignored or blocked one would survive exec. Handled
-	 * signals go back to the default at exec by themselves; ignored ones are reset here. */
-	sigemptyset(&none);
-	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, (size_t)(_NSIG / 8));
-	ignored = a->ignored;
-	for (i = 1; i < _NSIG && i <= 64; i++) {
-		struct {
-			void (*handler)(int);
-			unsigned long flags;
-			void (*restorer)(void);
-			unsigned long mask;
-		} dfl = {SIG_DFL, 0, NULL, 0};
-
-		if (i != SIGKILL && i != SIGSTOP && (ignored >> (i - 1) & 1))
-			syscall(SYS_rt_sigaction, i, &dfl, NULL, sizeof(dfl.mask));
-	}
-	if (setsid() < 0)
-		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, errno, "create a session");
-	MAFL_MARK("program: signals reset, session made");
-	{
-		/* Before anything of the program's containment: the witness is the launcher's. */
-		struct child_msg m;
-		pid_t w = mafl_witness_start(a->marker_r, a->host_tools, supervisor,
-					     a->id->own ? a->id->uid : (uid_t)-1);
-
-		if (w < 0)
-			child_fail(msg_fd, MAFP_EXIT_LAUNCHER, errno, "start the run's witness");
-		memset(&m, 0, sizeof(m));
-		m.kind = CHILD_WITNESS;
-		m.code = (int)w;
-		write_all(msg_fd, &m, sizeof(m));
-	}
-	MAFL_MARK("program: witness started");
-	devnull = openat(AT_FDCWD, "/dev/null", O_RDONLY | O_CLOEXEC);
-	if (devnull < 0)
-		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, errno, "open /dev/null");
-	if (dup2(devnull, 0) < 0 || dup2(out_w, 1) < 0 || dup2(out_w, 2) < 0)
-		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, errno, "set up stdio");
-	if (fcntl(chan_fd, F_SETFD, 0) < 0)
-		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, errno, "pass on the call channel");
-	if (a->cover[0]) {
-		/* Before the identity is taken: it needs CAP_SYS_ADMIN. */
-		rc = mafl_cover_apply(a->cover, o->run_dir, a->run, &step);
-		if (rc < 0)
-			child_fail(msg_fd, MAFP_EXIT_LAUNCHER, -rc, step);
-	} else if (fchdir(a->work) < 0) {
-		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, errno, "enter the work directory");
-	}
-	MAFL_MARK("program: stdio, channel, working directory");
-	rc = limit_child(o, a->id, &step);
-	if (rc < 0)
-		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, -rc, step);
-	MAFL_MARK("program: limits");
-	rc = mafl_identity_take(a->id, &step);
-	if (rc < 0)
-		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, -rc, step);
-	MAFL_MARK("program: identity taken");
-	/* What the program makes is its own alone: other runs may share a place it writes
-	 * (/dev/shm, a --writable directory). */
-	umask(077);
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, errno, "set no_new_privs");
-	MAFL_MARK("program: no_new_privs");
-	if (o->policy.landlock) {
-		struct child_msg m;
-		int abi;
-
-		policy.own_identity = a->id->own;
-		abi = mafl_landlock_apply(&policy, a->ruleset, o->run_dir, o->writable);
-
-		memset(&m, 0, sizeof(m));
-		m.kind = CHILD_LANDLOCK;
-		m.code = abi;
-		policy.signals_scoped = abi >= MAFL_LANDLOCK_ABI_SCOPE;
-		write_all(msg_fd, &m, sizeof(m));
-	}
-	MAFL_MARK("program: Landlock");
-	/* Should the supervisor die anyway (SIGKILL from outside the run), the program goes too.
-	 * Set after the identity is taken: a change of credentials clears it. */
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
-		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, errno, "tie to the supervisor");
-	if (getppid() != supervisor)
-		_exit(MAFP_EXIT_LAUNCHER);	/* it died before the tie: nobody to tell */
-	policy.supervisor = supervisor;
-	/* The caller's affinity, not the CPU the launch kept to (hold_cpu): before the seccomp
-	 * filter, which may not allow it. */
-	if (release_cpu(a->cpus) < 0)
-		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, errno, "restore the CPU affinity");
-	MAFL_MARK("program: tied, CPU affinity back");
-	rc = mafl_seccomp_load(&policy);
-	if (rc < 0)
-		child_fail(msg_fd, MAFP_EXIT_LAUNCHER, -rc, "load the seccomp filter");
-	MAFL_MARK("program: seccomp loaded, exec");
-	exec_search(o->argv[0], o->argv, envp);
-	child_fail(msg_fd, errno == ENOENT ? MAFP_EXIT_NOT_FOUND : MAFP_EXIT_CANNOT_EXEC, errno,
-		   "exec");
-}
-
-/* The program's process, started by mafl_spawn_vfork: until exec it borrows the supervisor's
- * memory, so it allocates nothing and leaves only through exec or _exit. */
-static int child_main(void *arg)
-{
-	child_exec(arg);
-}
 
 struct sup {
+	enum sup_state state;
+	int exit_code;           /* the supervisor's, at SUP_EXIT */
 	const struct run_opts *o;
 	const struct run_dirs *d;
+	int report_fd;           /* to the launcher: its files come in, the report goes out */
+	const struct mafl_cpu_hold *away;
 	struct mafl_identity id;
 	struct mafl_lent_dirs lent;
 	pid_t pid;               /* the program */
 	pid_t witness;           /* the run's witness (witness.h); 0: none made */
 	int witness_alive;
 	int witness_killed;      /* it died of a signal (a witness that exited could not work) */
+	int marker_r;            /* the witness's end of the hand-over pipe, until the start */
 	int marker_w;            /* the supervisor's end of the hand-over pipe; -1: closed */
 	int session_killed;      /* the witness died before the end: the host ended the run */
 	int sfd;                 /* the signalfd */
+	int tfd;                 /* the timerfd: the timeout, then the grace */
+	int msg_r, msg_w;        /* the program's process's messages (program.h) */
+	struct mafl_program_msg fail;   /* SUP_LAUNCH_FAILED: what it said */
 	int out_fd;              /* program_output.txt */
-	int out_r;               /* the read end of the program's stdout/stderr */
+	int out_r, out_w;        /* the pipe of the program's stdout and stderr */
+	int out_open;            /* out_r has not reached EOF */
 	unsigned long long out_bytes, out_kept;
 	int out_truncated, out_broken;
 	int main_alive, main_wstatus;
+	int work, calls, tmp;    /* R/work, the calls directory, R/tmp, until the start */
+	int listener;            /* the socket at R/host_tools/channel.sock, or -1 */
+	struct channel *ch;
+	int chan_fd;             /* the channel's end the program inherits, until the start */
+	char **envp;             /* the program's environment, the channel's variables in it */
+	uint64_t ignored;        /* the signals the program's process resets */
 	long long start_ms;
 	enum mafp_status status;
 	char landlock[32];
+	char why[448];           /* SUP_FAILED: the report's sentence */
 };
+
 
 /* Moves whatever the program wrote into the output file, keeping at most max_output bytes
  * and counting the rest. Returns 0 at EOF, 1 after moving some, 2 if there is nothing to
@@ -424,7 +189,7 @@ static int relay_output(struct sup *s)
 		unsigned long long room = s->o->max_output - s->out_kept;
 		size_t keep = (unsigned long long)n < room ? (size_t)n : (size_t)room;
 
-		if (write_all(s->out_fd, buf, keep) < 0)
+		if (mafl_write_all(s->out_fd, buf, keep) < 0)
 			s->out_broken = 1;	/* e.g. ENOSPC: stop writing, keep draining */
 		else
 			s->out_kept += keep;
@@ -492,17 +257,6 @@ static void arm(int tfd, long long ms)
 	timerfd_settime(tfd, 0, &it, NULL);
 }
 
-/* SIGTERM to the whole run now, SIGKILL after the grace (the timer fires again). */
-static void begin_end(struct sup *s, enum mafp_status why, int tfd, int *phase)
-{
-	if (*phase != 0)
-		return;
-	s->status = why;
-	mafl_tree_signal(getpid(), SIGTERM, s->witness);
-	*phase = 1;
-	arm(tfd, s->o->grace_ms);
-}
-
 /* How long the witness may take to publish what it was handed (two fsyncs) before it is
  * killed, the markers then missing. */
 #define WITNESS_WAIT_MS 10000
@@ -511,12 +265,12 @@ static void begin_end(struct sup *s, enum mafp_status why, int tfd, int *phase)
  * it could not publish (WITNESS_EXIT_FAILED), else 0. */
 static int wait_witness(struct sup *s)
 {
-	long long end = now_ms() + WITNESS_WAIT_MS;
+	long long end = mafl_now_ms() + WITNESS_WAIT_MS;
 
 	while (s->witness_alive) {
 		struct pollfd pf = {.fd = s->sfd, .events = POLLIN};
 		struct signalfd_siginfo si;
-		long long left = end - now_ms();
+		long long left = end - mafl_now_ms();
 		int st;
 		pid_t p = waitpid(s->witness, &st, WNOHANG | __WALL);
 
@@ -581,8 +335,9 @@ static void write_markers(struct sup *s, const struct mafp_exit_record *rec, int
 		/* The record first, durably: once program_exit_code exists a host may reclaim
 		 * the run. */
 		if (json)
-			publish_at(s->d->host_tools, MAFP_FILE_EXIT_RECORD, json, strlen(json), 1);
-		publish_at(s->d->host_tools, MAFP_MARKER_EXIT_CODE, num, (size_t)n, 1);
+			mafl_publish_at(s->d->host_tools, MAFP_FILE_EXIT_RECORD, json,
+					strlen(json), 1);
+		mafl_publish_at(s->d->host_tools, MAFP_MARKER_EXIT_CODE, num, (size_t)n, 1);
 	}
 	free(json);
 }
@@ -591,7 +346,7 @@ static void fill_usage(struct mafp_exit_record *rec, long long start_ms)
 {
 	struct rusage ru;
 
-	rec->wall_ms = now_ms() - start_ms;
+	rec->wall_ms = mafl_now_ms() - start_ms;
 	if (getrusage(RUSAGE_CHILDREN, &ru) == 0) {
 		rec->cpu_ms = (int64_t)ru.ru_utime.tv_sec * 1000 + ru.ru_utime.tv_usec / 1000 +
 			      (int64_t)ru.ru_stime.tv_sec * 1000 + ru.ru_stime.tv_usec / 1000;
@@ -601,8 +356,7 @@ static void fill_usage(struct mafp_exit_record *rec, long long start_ms)
 
 /* The program could not be started: say so in the output file, the exit record and the
  * legacy marker (as sh would have, with 126 or 127), and to the launcher. */
-static __attribute__((noreturn)) void launch_failed(struct sup *s, int report_fd,
-						    const struct child_msg *m)
+static void launch_failed(struct sup *s, const struct mafl_program_msg *m)
 {
 	struct mafp_exit_record rec;
 	char line[512];
@@ -622,26 +376,25 @@ static __attribute__((noreturn)) void launch_failed(struct sup *s, int report_fd
 	memset(&rec, 0, sizeof(rec));
 	rec.status = MAFP_STATUS_LAUNCH_FAILED;
 	rec.exit_code = m->code;
-	str_copy(rec.seccomp, sizeof(rec.seccomp), mafl_seccomp_name(&s->o->policy));
-	str_copy(rec.landlock, sizeof(rec.landlock), s->landlock);
-	str_copy(rec.error, sizeof(rec.error), line);
+	mafl_str_copy(rec.seccomp, sizeof(rec.seccomp), mafl_seccomp_name(&s->o->policy));
+	mafl_str_copy(rec.landlock, sizeof(rec.landlock), s->landlock);
+	mafl_str_copy(rec.error, sizeof(rec.error), line);
 	fill_usage(&rec, s->start_ms);
 	end_witness(s);
 	write_markers(s, &rec, 1);
-	send_report(report_fd, m->code, "%s", line);
-	_exit(0);
+	send_report(s->report_fd, m->code, "%s", line);
 }
 
 /* Reads the program process's messages until exec or failure. Returns the failure
- * message's kind (CHILD_FAIL) with *fail filled, or 0 when exec succeeded.
+ * message's kind (MAFL_PROGRAM_FAIL) with *fail filled, or 0 when exec succeeded.
  *
  * After a fork, exec is known by EOF: the write end is close-on-exec. After
  * mafl_spawn_vfork, the child has already exec'd or exited by the time we run, and every
  * message it wrote is in the pipe: the pipe is non-blocking, and a pipe with nothing left
  * in it means exec (the close-on-exec itself may still be on its way). */
-static int await_exec(struct sup *s, int msg_r, struct child_msg *fail)
+static int await_exec(struct sup *s, int msg_r, struct mafl_program_msg *fail)
 {
-	struct child_msg m;
+	struct mafl_program_msg m;
 
 	for (;;) {
 		ssize_t n = read(msg_r, &m, sizeof(m));
@@ -654,20 +407,20 @@ static int await_exec(struct sup *s, int msg_r, struct child_msg *fail)
 			/* Died between fork and exec without a word (e.g. killed). Messages are
 			 * smaller than PIPE_BUF, so one is never read in part. */
 			memset(fail, 0, sizeof(*fail));
-			fail->kind = CHILD_FAIL;
+			fail->kind = MAFL_PROGRAM_FAIL;
 			fail->code = MAFP_EXIT_LAUNCHER;
 			fail->err = n < 0 ? errno : EIO;
 			snprintf(fail->what, sizeof(fail->what), "start the program");
-			return CHILD_FAIL;
+			return MAFL_PROGRAM_FAIL;
 		}
-		if (m.kind == CHILD_LANDLOCK) {
+		if (m.kind == MAFL_PROGRAM_LANDLOCK) {
 			mafl_landlock_name(m.code, s->landlock, sizeof(s->landlock));
-		} else if (m.kind == CHILD_WITNESS) {
+		} else if (m.kind == MAFL_PROGRAM_WITNESS) {
 			s->witness = (pid_t)m.code;
 			s->witness_alive = 1;
-		} else if (m.kind == CHILD_FAIL) {
+		} else if (m.kind == MAFL_PROGRAM_FAIL) {
 			*fail = m;
-			return CHILD_FAIL;
+			return MAFL_PROGRAM_FAIL;
 		}
 	}
 }
@@ -750,26 +503,25 @@ static int take_launcher_file(int sock, int *err)
 	return fd;
 }
 
-/* R/name, a directory the launcher made (MAFL_WORK_MKDIR, run.h): its descriptor. A failure
- * ends the launch, in the words used for R/host_tools (run_subdir_error). */
-static int take_subdir(int sock, const char *run_dir, const char *name)
+/* R/name, a directory the launcher made (MAFL_WORK_MKDIR, run.h): its descriptor, or -1
+ * with why in s->why, in the words used for R/host_tools (mafl_run_subdir_error). */
+static int take_subdir(struct sup *s, const char *name)
 {
-	char why[MAFP_RUN_DIR_MAX + 128];
-	int err, fd = take_launcher_file(sock, &err);
+	int err, fd = take_launcher_file(s->report_fd, &err);
 
 	if (fd >= 0)
 		return fd;
 	if (err > MAFL_WORK_MKDIR)
-		run_subdir_error(why, sizeof(why), run_dir, name, err - MAFL_WORK_MKDIR, 0);
+		mafl_run_subdir_error(s->why, sizeof(s->why), s->o->run_dir, name,
+				      err - MAFL_WORK_MKDIR, 0);
 	else
-		run_subdir_error(why, sizeof(why), run_dir, name, 0, err);
-	send_report(sock, MAFP_EXIT_LAUNCHER, "%s", why);
-	_exit(1);
+		mafl_run_subdir_error(s->why, sizeof(s->why), s->o->run_dir, name, 0, err);
+	return -1;
 }
 
-static void publish_pid_markers(struct sup *s, int report_fd)
+static void publish_pid_markers(struct sup *s)
 {
-	int ht = s->d->host_tools, err, staged = take_launcher_file(report_fd, &err), rc;
+	int ht = s->d->host_tools, err, staged = take_launcher_file(s->report_fd, &err), rc;
 	char num[32];
 	int n = snprintf(num, sizeof(num), "%d", (int)s->pid);
 
@@ -778,39 +530,37 @@ static void publish_pid_markers(struct sup *s, int report_fd)
 	 * appears whole as a rename would, for one system call rather than four. The session
 	 * marker's .part is the file the launcher made, or failing that one made here. A name
 	 * left by an earlier run in R is replaced. */
-	rc = staged >= 0 ? publish_staged_at(ht, MAFP_MARKER_SESSION, staged, num, (size_t)n, 0)
+	rc = staged >= 0 ? mafl_publish_staged_at(ht, MAFP_MARKER_SESSION, staged, num,
+						  (size_t)n, 0)
 			 : -1;
 	if (rc < 0)
-		rc = publish_at(ht, MAFP_MARKER_SESSION, num, (size_t)n, 0);
+		rc = mafl_publish_at(ht, MAFP_MARKER_SESSION, num, (size_t)n, 0);
 	if (rc < 0 || linkat(ht, MAFP_MARKER_SESSION, ht, MAFP_MARKER_PID, 0) < 0)
-		publish_at(ht, MAFP_MARKER_PID, num, (size_t)n, 0);
+		mafl_publish_at(ht, MAFP_MARKER_PID, num, (size_t)n, 0);
+}
+static void sup_feed(struct sup *s, enum sup_event ev);
+
+/* The launch failed: the report's sentence into s->why. Returns SUP_EV_FAILED. */
+static enum sup_event sup_fail(struct sup *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static enum sup_event sup_fail(struct sup *s, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(s->why, sizeof(s->why), fmt, ap);
+	va_end(ap);
+	return SUP_EV_FAILED;
 }
 
-void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd,
-	       const struct mafl_cpu_hold *away)
+/* SUP_SETUP: let go of the caller (its session, its terminal and its pipes: docker exec
+ * reads them to EOF, and must get EOF as soon as the launcher returns); the signal and timer
+ * descriptors; the run's child subreaper; the pipes to the program's process. */
+static enum sup_event sup_setup(struct sup *s)
 {
-	struct sup s;
-	struct child_msg fail;
-	struct mafp_exit_record rec;
-	struct channel *ch = NULL;
-	struct channel_opts copts = {.tools = o->tools, .max_calls = o->max_calls};
-	char **envp;
 	sigset_t mask;
-	int out_pipe[2], msg_pipe[2], marker_pipe[2], devnull, sfd, tfd, phase = 0, out_open = 1;
-	int chan_fd, rc, work;
-	int calls, tmp, listener, id_ok;
-	char why[MAFP_RUN_DIR_MAX + 128];
-	uint64_t ignored;
+	int devnull, out[2], msg[2], marker[2];
 
-	MAFL_MARK("supervisor: started");
-	memset(&s, 0, sizeof(s));
-	s.o = o;
-	s.d = d;
-	s.status = MAFP_STATUS_EXITED;
-	snprintf(s.landlock, sizeof(s.landlock), "off");
-
-	/* Let go of the caller: its session, its terminal and its pipes (docker exec reads
-	 * them to EOF, and must get EOF as soon as the launcher returns). */
 	setsid();
 	devnull = openat(AT_FDCWD, "/dev/null", O_RDWR | O_CLOEXEC);
 	if (devnull >= 0) {
@@ -836,205 +586,310 @@ void supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGQUIT);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
-	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	if (sfd < 0 || tfd < 0) {
-		send_report(report_fd, MAFP_EXIT_LAUNCHER, "cannot create the supervisor's "
-			    "signal and timer descriptors: %s", strerror(errno));
-		_exit(1);
-	}
-	s.sfd = sfd;
-	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
-		send_report(report_fd, MAFP_EXIT_LAUNCHER, "cannot become the run's child "
-			    "subreaper: %s", strerror(errno));
-		_exit(1);
-	}
-	if (pipe2(out_pipe, O_CLOEXEC) < 0 || pipe2(marker_pipe, O_CLOEXEC) < 0 ||
-	    pipe2(msg_pipe, O_CLOEXEC | (MAFL_SPAWN_FORK ? 0 : O_NONBLOCK)) < 0) {
-		send_report(report_fd, MAFP_EXIT_LAUNCHER, "cannot create a pipe: %s",
-			    strerror(errno));
-		_exit(1);
-	}
+	s->sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	s->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (s->sfd < 0 || s->tfd < 0)
+		return sup_fail(s, "cannot create the supervisor's signal and timer descriptors: "
+				"%s", strerror(errno));
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
+		return sup_fail(s, "cannot become the run's child subreaper: %s",
+				strerror(errno));
+	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(marker, O_CLOEXEC) < 0 ||
+	    pipe2(msg, O_CLOEXEC | (MAFL_SPAWN_FORK ? 0 : O_NONBLOCK)) < 0)
+		return sup_fail(s, "cannot create a pipe: %s", strerror(errno));
+	s->out_r = out[0];
+	s->out_w = out[1];
+	s->msg_r = msg[0];
+	s->msg_w = msg[1];
+	s->marker_r = marker[0];
+	s->marker_w = marker[1];
 	MAFL_MARK("supervisor: descriptors, subreaper, pipes");
-	/* While the launcher makes the launch's files: the program's identity, and what of its
-	 * process's set-up needs none of them (the bounding set, the signals to reset). */
-	id_ok = mafl_identity_choose(o, getpid(), &s.id, why, sizeof(why)) == 0;
+	return SUP_EV_DONE;
+}
+
+/* SUP_PREPARE: while the launcher makes the launch's files, the program's identity and what
+ * of its process's set-up needs none of them (the bounding set, the signals to reset); then
+ * what the launcher made (run.c: R/work, program_output.txt, the calls directory, R/tmp and
+ * the channel's listening socket), the channel and its variables, and R lent to the
+ * identity. */
+static enum sup_event sup_prepare(struct sup *s)
+{
+	struct channel_opts copts = {.tools = s->o->tools, .max_calls = s->o->max_calls};
+	int id_ok, rc;
+
+	id_ok = mafl_identity_choose(s->o, getpid(), &s->id, s->why, sizeof(s->why)) == 0;
 	if (id_ok)
-		mafl_identity_drop_bounding(&s.id);
-	ignored = ignored_signals();
-	/* What the launcher made meanwhile (run.c): R/work, program_output.txt, the calls
-	 * directory, R/tmp and the channel's listening socket. */
-	work = take_subdir(report_fd, o->run_dir, MAFP_DIR_WORK);
-	s.out_fd = take_launcher_file(report_fd, &rc);
-	if (s.out_fd < 0) {
-		send_report(report_fd, MAFP_EXIT_LAUNCHER, "cannot create %s/%s/%s: %s",
-			    o->run_dir, MAFP_DIR_HOST_TOOLS, MAFP_FILE_OUTPUT, strerror(rc));
-		_exit(1);
-	}
-	calls = take_subdir(report_fd, o->run_dir, MAFP_DIR_HOST_TOOLS "/" MAFP_DIR_CALLS);
-	tmp = take_subdir(report_fd, o->run_dir, MAFL_DIR_TMP);
-	listener = take_launcher_file(report_fd, &rc);
+		mafl_identity_drop_bounding(&s->id);
+	s->ignored = mafl_program_ignored_signals();
+	s->work = take_subdir(s, MAFP_DIR_WORK);
+	if (s->work < 0)
+		return SUP_EV_FAILED;
+	s->out_fd = take_launcher_file(s->report_fd, &rc);
+	if (s->out_fd < 0)
+		return sup_fail(s, "cannot create %s/%s/%s: %s", s->o->run_dir,
+				MAFP_DIR_HOST_TOOLS, MAFP_FILE_OUTPUT, strerror(rc));
+	s->calls = take_subdir(s, MAFP_DIR_HOST_TOOLS "/" MAFP_DIR_CALLS);
+	if (s->calls < 0)
+		return SUP_EV_FAILED;
+	s->tmp = take_subdir(s, MAFL_DIR_TMP);
+	if (s->tmp < 0)
+		return SUP_EV_FAILED;
+	s->listener = take_launcher_file(s->report_fd, &rc);
 	MAFL_MARK("supervisor: the launcher's files taken");
-	rc = channel_open(&ch, d->host_tools, listener, &copts, &chan_fd);
-	envp = rc == 0 ? channel_env(o->envp, chan_fd, o->tools, o->run_dir) : NULL;
-	if (!envp) {
-		send_report(report_fd, MAFP_EXIT_LAUNCHER, "cannot open the call channel: %s",
-			    strerror(rc < 0 ? -rc : ENOMEM));
-		_exit(1);
-	}
-	s.out_r = out_pipe[0];
+	rc = mafl_channel_open(&s->ch, s->d->host_tools, s->listener, &copts, &s->chan_fd);
+	s->envp = rc == 0 ? channel_env(s->o->envp, s->chan_fd, s->o->tools, s->o->run_dir) : NULL;
+	if (!s->envp)
+		return sup_fail(s, "cannot open the call channel: %s",
+				strerror(rc < 0 ? -rc : ENOMEM));
 	MAFL_MARK("supervisor: channel open, environment");
-	if (!id_ok || mafl_identity_lend_dirs(&s.id, d, work, calls, tmp, o->run_dir, &s.lent,
-					      why, sizeof(why)) < 0) {
-		mafl_identity_take_back(&s.id, d, &s.lent);
-		send_report(report_fd, MAFP_EXIT_LAUNCHER, "%s", why);
-		_exit(1);
-	}
+	if (!id_ok || mafl_identity_lend_dirs(&s->id, s->d, s->work, s->calls, s->tmp,
+					      s->o->run_dir, &s->lent, s->why,
+					      sizeof(s->why)) < 0)
+		return SUP_EV_FAILED;
 	MAFL_MARK("supervisor: identity chosen, run directory lent");
+	return SUP_EV_DONE;
+}
+
+/* Starts the program's process, which has exec'd or failed when this returns (spawn.h).
+ * Every descriptor it should not keep is close-on-exec. */
+static pid_t start_program(struct sup *s)
+{
+	struct mafl_cpu_hold cpus;
+	int err, ruleset = take_launcher_file(s->report_fd, &err);
+	struct mafl_program_args a = {s->o, &s->id, s->work, s->d->run, s->lent.cover,
+				      s->d->host_tools, ruleset, s->ignored, s->marker_r,
+				      s->out_w, s->msg_w, s->chan_fd, s->envp, &cpus};
+	pid_t pid;
+
+	/* Held to one CPU already (run.c), or held here to this one. */
+	if (s->away->held)
+		cpus = *s->away;
+	else
+		mafl_cpu_hold(&cpus);
+	/* A clone child (witness.h), as the witness it makes will be. */
+	pid = mafl_spawn_vfork_signal(mafl_program_main, &a, MAFL_CHILD_EXIT_SIGNAL);
+	err = errno;
+	MAFL_MARK("supervisor: the program's process has exec'd (vfork returned)");
+	if (pid >= 0)
+		mafl_cpu_release(&cpus);
+	if (ruleset >= 0)
+		close(ruleset);
+	errno = err;
+	return pid;
+}
+
+/* SUP_START: the program's process, then its messages, which say whether it reached exec;
+ * once it has, the pid markers, the launch line, and the timeout. */
+static enum sup_event sup_start(struct sup *s)
+{
 	/* The launch path: nothing before it has used the vDSO (util.h). */
-	s.start_ms = now_ms_syscall();
-	{
-		/* Every descriptor the child should not keep is close-on-exec. */
-		struct mafl_cpu_hold cpus;
-		int err, ruleset = take_launcher_file(report_fd, &err);
-		struct child_args a = {o, &s.id, work, d->run, s.lent.cover, d->host_tools,
-				       ruleset, ignored, marker_pipe[0], out_pipe[1], msg_pipe[1],
-				       chan_fd, envp, &cpus};
-
-		/* Held to one CPU already (run.c), or held here to this one. */
-		if (away->held)
-			cpus = *away;
-		else
-			hold_cpu(&cpus);
-		/* A clone child (witness.h), as the witness it makes will be. */
-		s.pid = mafl_spawn_vfork_signal(child_main, &a, MAFL_CHILD_EXIT_SIGNAL);
-		MAFL_MARK("supervisor: the program's process has exec'd (vfork returned)");
-		if (s.pid >= 0)
-			release_cpu(&cpus);
-		if (ruleset >= 0)
-			close(ruleset);
-	}
-	if (s.pid < 0) {
-		int e = errno;
-
-		mafl_identity_take_back(&s.id, d, &s.lent);
-		send_report(report_fd, MAFP_EXIT_LAUNCHER, "cannot start the program's process: %s",
-			    strerror(e));
-		_exit(1);
-	}
-	close(chan_fd);
-	close(work);
-	s.main_alive = 1;
-	close(out_pipe[1]);
-	close(msg_pipe[1]);
-	close(marker_pipe[0]);
-	s.marker_w = marker_pipe[1];
-	if (await_exec(&s, msg_pipe[0], &fail) == CHILD_FAIL) {
-		/* Drain what the child may have written before failing. */
-		close(msg_pipe[0]);
-		kill_run(&s);
-		while (relay_output(&s))
-			;
-		launch_failed(&s, report_fd, &fail);
-	}
-	close(msg_pipe[0]);
+	s->start_ms = mafl_now_ms_syscall();
+	s->pid = start_program(s);
+	if (s->pid < 0)
+		return sup_fail(s, "cannot start the program's process: %s", strerror(errno));
+	close(s->chan_fd);
+	close(s->work);
+	s->main_alive = 1;
+	close(s->out_w);
+	close(s->msg_w);
+	close(s->marker_r);
+	if (await_exec(s, s->msg_r, &s->fail) == MAFL_PROGRAM_FAIL)
+		return SUP_EV_EXEC_FAILED;
+	close(s->msg_r);
 	MAFL_MARK("supervisor: exec confirmed (its messages read)");
-	channel_set_witness(ch, s.witness);
-	publish_pid_markers(&s, report_fd);
+	mafl_channel_set_witness(s->ch, s->witness);
+	publish_pid_markers(s);
 	MAFL_MARK("supervisor: pid and session markers published");
-	send_started(report_fd, s.pid, &s.id, s.landlock);
-	if (o->timeout_ms > 0)
-		arm(tfd, o->timeout_ms);
-	fcntl(s.out_r, F_SETFL, O_NONBLOCK);
+	send_started(s->report_fd, s->pid, &s->id, s->landlock);
+	if (s->o->timeout_ms > 0)
+		arm(s->tfd, s->o->timeout_ms);
+	fcntl(s->out_r, F_SETFL, O_NONBLOCK);
+	return SUP_EV_DONE;
+}
 
-	while (s.main_alive) {
-		struct pollfd pf[3 + MAFL_CHANNEL_POLLFDS] = {
-			{.fd = sfd, .events = POLLIN},
-			{.fd = tfd, .events = POLLIN},
-			{.fd = out_open ? s.out_r : -1, .events = POLLIN},
-		};
-		int wait = -1, nch = s.session_killed ? 0 : channel_pollfds(ch, pf + 3, &wait);
+/* The signals that came: a child ended (reaped), or a stop. The witness gone before the end
+ * means the run's session was killed from outside (witness.h). */
+static void take_signals(struct sup *s)
+{
+	struct signalfd_siginfo si;
 
-		/* Each turn does bounded work (the output relay, the channel), so the signals and
-		 * the timer are seen at the next turn whatever the program floods us with. */
-		if (poll(pf, (nfds_t)(3 + nch), wait) < 0) {
-			if (errno == EINTR)
-				continue;
-			break;
-		}
-		if (pf[0].revents & POLLIN) {
-			struct signalfd_siginfo si;
-
-			while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-				if (si.ssi_signo == SIGCHLD ||
-				    si.ssi_signo == MAFL_CHILD_EXIT_SIGNAL)
-					reap(&s);
-				else
-					begin_end(&s, MAFP_STATUS_STOPPED, tfd, &phase);
-			}
-			if (!s.witness_alive && s.witness_killed && !s.session_killed) {
-				/* The witness is gone before the end: the run's session was killed
-				 * from outside (witness.h). The host has ended the run and may be
-				 * removing R/host_tools: the rest of the run ends now, and nothing
-				 * more is made there. */
-				s.session_killed = 1;
-				s.status = MAFP_STATUS_STOPPED;
-				mafl_tree_signal(getpid(), SIGKILL, 0);
-			}
-		}
-		if (pf[1].revents & POLLIN) {
-			unsigned long long ticks;
-
-			if (read(tfd, &ticks, sizeof(ticks)) == (ssize_t)sizeof(ticks)) {
-				if (phase == 0) {
-					begin_end(&s, MAFP_STATUS_TIMEOUT, tfd, &phase);
-				} else {
-					phase = 2;
-					mafl_tree_signal(getpid(), SIGKILL, s.witness);
-				}
-			}
-		}
-		if (pf[2].revents & (POLLIN | POLLHUP | POLLERR)) {
-			int more, i;
-
-			/* Until the pipe is empty, but bounded so signals and the timer are not
-			 * starved by a flood. */
-			for (i = 0, more = 1; more == 1 && i < 64; i++)
-				more = relay_output(&s);
-			if (!more)
-				out_open = 0;
-		}
-		if (!s.session_killed)
-			channel_handle(ch, pf + 3, nch);
+	while (read(s->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		if (si.ssi_signo == SIGCHLD || si.ssi_signo == MAFL_CHILD_EXIT_SIGNAL)
+			reap(s);
+		else
+			sup_feed(s, SUP_EV_STOP);
 	}
+	if (!s->witness_alive && s->witness_killed)
+		sup_feed(s, SUP_EV_SESSION_KILLED);
+}
 
-	/* The program has ended: end the rest of the run, then take the last of its output. */
-	kill_run(&s);
-	if (out_open) {
-		struct pollfd pf = {.fd = s.out_r, .events = POLLIN};
+/* SUP_RUNNING, SUP_ENDING, SUP_KILLING and SUP_CUT_OFF: one turn of the loop while the
+ * program runs, which feeds the events it sees and returns SUP_EV_ENDED once the program
+ * has ended. Each turn does bounded work (the output relay, the channel), so the signals
+ * and the timer are seen at the next turn whatever the program floods us with. The channel
+ * is not served once the session is cut off: the host may be removing R/host_tools. */
+static enum sup_event sup_turn(struct sup *s)
+{
+	struct pollfd pf[3 + MAFL_CHANNEL_POLLFDS] = {
+		{.fd = s->sfd, .events = POLLIN},
+		{.fd = s->tfd, .events = POLLIN},
+		{.fd = s->out_open ? s->out_r : -1, .events = POLLIN},
+	};
+	int wait = -1, nch = 0;
+
+	if (s->state != SUP_CUT_OFF)
+		nch = mafl_channel_pollfds(s->ch, pf + 3, &wait);
+	if (poll(pf, (nfds_t)(3 + nch), wait) < 0)
+		return errno == EINTR ? SUP_EV_NONE : SUP_EV_ENDED;
+	if (pf[0].revents & POLLIN)
+		take_signals(s);
+	if (pf[1].revents & POLLIN) {
+		unsigned long long ticks;
+
+		if (read(s->tfd, &ticks, sizeof(ticks)) == (ssize_t)sizeof(ticks))
+			sup_feed(s, SUP_EV_TIMER);
+	}
+	if (pf[2].revents & (POLLIN | POLLHUP | POLLERR)) {
+		int more, i;
+
+		/* Until the pipe is empty, but bounded so signals and the timer are not starved
+		 * by a flood. */
+		for (i = 0, more = 1; more == 1 && i < 64; i++)
+			more = relay_output(s);
+		if (!more)
+			s->out_open = 0;
+	}
+	if (s->state != SUP_CUT_OFF)
+		mafl_channel_handle(s->ch, pf + 3, nch);
+	return s->main_alive ? SUP_EV_NONE : SUP_EV_ENDED;
+}
+
+/* SUP_TEARDOWN: the program has ended. The rest of the run ends, the last of its output is
+ * taken, and the record and the markers are published. */
+static enum sup_event sup_teardown(struct sup *s)
+{
+	struct mafp_exit_record rec;
+
+	kill_run(s);
+	if (s->out_open) {
+		struct pollfd pf = {.fd = s->out_r, .events = POLLIN};
 
 		/* Every writer in the run is gone; only a descriptor passed outside the run could
 		 * keep the pipe open, so stop at EOF or after a quiet 200 ms. */
-		while (poll(&pf, 1, 200) > 0 && relay_output(&s))
+		while (poll(&pf, 1, 200) > 0 && relay_output(s))
 			;
 	}
-	fsync(s.out_fd);
-	close(s.out_fd);
+	fsync(s->out_fd);
+	close(s->out_fd);
 
 	memset(&rec, 0, sizeof(rec));
-	rec.exit_code = mafp_exit_code_from_wait_status(s.main_wstatus);
-	if (s.status == MAFP_STATUS_EXITED && WIFSIGNALED(s.main_wstatus))
-		s.status = MAFP_STATUS_SIGNALED;
-	rec.status = s.status;
-	rec.signal = WIFSIGNALED(s.main_wstatus) ? WTERMSIG(s.main_wstatus) : 0;
-	rec.output_bytes = (int64_t)s.out_bytes;
-	rec.output_truncated = s.out_truncated;
-	rec.calls = channel_calls(ch);
-	rec.n_undelivered = channel_undelivered(ch, rec.undelivered, MAFP_UNDELIVERED_MAX);
-	channel_free(ch);
-	str_copy(rec.seccomp, sizeof(rec.seccomp), mafl_seccomp_name(&o->policy));
-	str_copy(rec.landlock, sizeof(rec.landlock), s.landlock);
-	fill_usage(&rec, s.start_ms);
-	write_markers(&s, &rec, 0);
-	_exit(0);
+	rec.exit_code = mafp_exit_code_from_wait_status(s->main_wstatus);
+	if (s->status == MAFP_STATUS_EXITED && WIFSIGNALED(s->main_wstatus))
+		s->status = MAFP_STATUS_SIGNALED;
+	rec.status = s->status;
+	rec.signal = WIFSIGNALED(s->main_wstatus) ? WTERMSIG(s->main_wstatus) : 0;
+	rec.output_bytes = (int64_t)s->out_bytes;
+	rec.output_truncated = s->out_truncated;
+	rec.calls = mafl_channel_calls(s->ch);
+	rec.n_undelivered = mafl_channel_undelivered(s->ch, rec.undelivered,
+						     MAFP_UNDELIVERED_MAX);
+	mafl_channel_free(s->ch);
+	mafl_str_copy(rec.seccomp, sizeof(rec.seccomp), mafl_seccomp_name(&s->o->policy));
+	mafl_str_copy(rec.landlock, sizeof(rec.landlock), s->landlock);
+	fill_usage(&rec, s->start_ms);
+	write_markers(s, &rec, 0);
+	s->exit_code = 0;
+	return SUP_EV_DONE;
+}
+
+/* SUP_LAUNCH_FAILED: the program's process failed before exec. What it wrote meanwhile is
+ * drained into the output file, and the failure recorded and reported. */
+static enum sup_event sup_launch_failed(struct sup *s)
+{
+	close(s->msg_r);
+	kill_run(s);
+	while (relay_output(s))
+		;
+	launch_failed(s, &s->fail);
+	s->exit_code = 0;
+	return SUP_EV_DONE;
+}
+
+/* SUP_FAILED: R goes back to its owner if it was lent, and the launcher is told why. */
+static enum sup_event sup_failed(struct sup *s)
+{
+	mafl_identity_take_back(&s->id, s->d, &s->lent);
+	send_report(s->report_fd, MAFP_EXIT_LAUNCHER, "%s", s->why);
+	s->exit_code = 1;
+	return SUP_EV_DONE;
+}
+
+/* What entering a state does, beyond its function's work. */
+static void sup_enter(struct sup *s, enum sup_event ev)
+{
+	switch (s->state) {
+	case SUP_ENDING:
+		/* SIGTERM to the whole run now, SIGKILL when the grace is over (the timer). */
+		s->status = ev == SUP_EV_TIMER ? MAFP_STATUS_TIMEOUT : MAFP_STATUS_STOPPED;
+		mafl_tree_signal(getpid(), SIGTERM, s->witness);
+		arm(s->tfd, s->o->grace_ms);
+		break;
+	case SUP_KILLING:
+		mafl_tree_signal(getpid(), SIGKILL, s->witness);
+		break;
+	case SUP_CUT_OFF:
+		/* The host has ended the run and may be removing R/host_tools: the rest of the
+		 * run ends now, and nothing more is made there. */
+		s->session_killed = 1;
+		s->status = MAFP_STATUS_STOPPED;
+		mafl_tree_signal(getpid(), SIGKILL, 0);
+		break;
+	default:
+		break;
+	}
+}
+
+/* The one place the state changes. */
+static void sup_feed(struct sup *s, enum sup_event ev)
+{
+	enum sup_state next = (enum sup_state)sup_next[s->state][ev];
+
+	if (next == SUP_STAY || next == s->state)
+		return;
+	s->state = next;
+	sup_enter(s, ev);
+}
+
+void mafl_supervise(const struct run_opts *o, const struct run_dirs *d, int report_fd,
+		    const struct mafl_cpu_hold *away)
+{
+	/* Each state's work, which returns the event that ends it, or SUP_EV_NONE. */
+	static enum sup_event (*const work[SUP_NSTATES])(struct sup *) = {
+		[SUP_SETUP] = sup_setup,
+		[SUP_PREPARE] = sup_prepare,
+		[SUP_START] = sup_start,
+		[SUP_RUNNING] = sup_turn,
+		[SUP_ENDING] = sup_turn,
+		[SUP_KILLING] = sup_turn,
+		[SUP_CUT_OFF] = sup_turn,
+		[SUP_TEARDOWN] = sup_teardown,
+		[SUP_LAUNCH_FAILED] = sup_launch_failed,
+		[SUP_FAILED] = sup_failed,
+	};
+	struct sup s;
+
+	MAFL_MARK("supervisor: started");
+	memset(&s, 0, sizeof(s));
+	s.o = o;
+	s.d = d;
+	s.report_fd = report_fd;
+	s.away = away;
+	s.status = MAFP_STATUS_EXITED;
+	s.out_open = 1;
+	s.sfd = s.tfd = s.listener = s.chan_fd = -1;
+	s.work = s.calls = s.tmp = -1;
+	snprintf(s.landlock, sizeof(s.landlock), "off");
+	for (s.state = SUP_SETUP; s.state != SUP_EXIT;)
+		sup_feed(&s, work[s.state](&s));
+	_exit(s.exit_code);
 }

@@ -50,7 +50,7 @@ static int stat_ppid_at(int dirfd, const char *path, pid_t *ppid)
 
 	if (fd < 0)
 		return -1;
-	n = read_full(fd, buf, sizeof(buf));
+	n = mafl_read_full(fd, buf, sizeof(buf));
 	close(fd);
 	if (n <= 0)
 		return -1;

@@ -28,7 +28,7 @@ static void vwarn(const char *fmt, va_list ap, int err)
 		dprintf(2, "%s: %s\n", mafl_prog, msg);
 }
 
-void die(int code, const char *fmt, ...)
+void mafl_die(int code, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -38,7 +38,7 @@ void die(int code, const char *fmt, ...)
 	exit(code);
 }
 
-void die_errno(int code, const char *fmt, ...)
+void mafl_die_errno(int code, const char *fmt, ...)
 {
 	int err = errno;
 	va_list ap;
@@ -49,7 +49,7 @@ void die_errno(int code, const char *fmt, ...)
 	exit(code);
 }
 
-void warnx(const char *fmt, ...)
+void mafl_warnx(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -58,7 +58,7 @@ void warnx(const char *fmt, ...)
 	va_end(ap);
 }
 
-int write_all(int fd, const void *buf, size_t len)
+int mafl_write_all(int fd, const void *buf, size_t len)
 {
 	const char *p = buf;
 
@@ -80,7 +80,7 @@ int write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-ssize_t read_full(int fd, void *buf, size_t size)
+ssize_t mafl_read_full(int fd, void *buf, size_t size)
 {
 	char *p = buf;
 	size_t got = 0;
@@ -109,13 +109,13 @@ static int part_name(char *part, size_t size, const char *name)
 	return 0;
 }
 
-/* publish_at() from the open .part file on. */
+/* mafl_publish_at() from the open .part file on. */
 static int publish_part(int dirfd, const char *part, const char *name, int fd,
 			const void *content, size_t len, int durable)
 {
 	int err;
 
-	if (write_all(fd, content, len) < 0 || (durable && fsync(fd) < 0))
+	if (mafl_write_all(fd, content, len) < 0 || (durable && fsync(fd) < 0))
 		goto fail;
 	if (close(fd) < 0) {
 		fd = -1;
@@ -136,7 +136,7 @@ fail:
 	return -1;
 }
 
-int publish_at(int dirfd, const char *name, const void *content, size_t len, int durable)
+int mafl_publish_at(int dirfd, const char *name, const void *content, size_t len, int durable)
 {
 	char part[256];
 	int fd;
@@ -149,8 +149,8 @@ int publish_at(int dirfd, const char *name, const void *content, size_t len, int
 	return publish_part(dirfd, part, name, fd, content, len, durable);
 }
 
-int publish_staged_at(int dirfd, const char *name, int fd, const void *content, size_t len,
-		      int durable)
+int mafl_publish_staged_at(int dirfd, const char *name, int fd, const void *content, size_t len,
+			   int durable)
 {
 	char part[256];
 
@@ -161,7 +161,7 @@ int publish_staged_at(int dirfd, const char *name, int fd, const void *content, 
 	return publish_part(dirfd, part, name, fd, content, len, durable);
 }
 
-int parse_u64(const char *s, unsigned long long max, unsigned long long *out)
+int mafl_parse_u64(const char *s, unsigned long long max, unsigned long long *out)
 {
 	unsigned long long v = 0;
 
@@ -180,7 +180,7 @@ int parse_u64(const char *s, unsigned long long max, unsigned long long *out)
 	return 0;
 }
 
-int parse_seconds_ms(const char *s, long long max_ms, long long *out_ms)
+int mafl_parse_seconds_ms(const char *s, long long max_ms, long long *out_ms)
 {
 	long long whole = 0, frac = 0, scale = 100;
 	int digits = 0;
@@ -207,7 +207,7 @@ static long long ms_of(const struct timespec *ts)
 	return (long long)ts->tv_sec * 1000 + ts->tv_nsec / 1000000;
 }
 
-long long now_ms(void)
+long long mafl_now_ms(void)
 {
 	struct timespec ts;
 
@@ -215,16 +215,16 @@ long long now_ms(void)
 	return ms_of(&ts);
 }
 
-long long now_ms_syscall(void)
+long long mafl_now_ms_syscall(void)
 {
 	struct timespec ts;
 
 	if (syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &ts) < 0)
-		return now_ms();
+		return mafl_now_ms();
 	return ms_of(&ts);
 }
 
-void str_copy(char *dst, size_t size, const char *src)
+void mafl_str_copy(char *dst, size_t size, const char *src)
 {
 	size_t n = strlen(src);
 
@@ -236,24 +236,7 @@ void str_copy(char *dst, size_t size, const char *src)
 	dst[n] = '\0';
 }
 
-int opt_take(int argc, char **argv, int *i, const char *name, const char **value)
-{
-	const char *a = argv[*i];
-	size_t n = strlen(name);
-
-	if (strncmp(a, name, n) != 0 || (a[n] != '\0' && a[n] != '='))
-		return 0;
-	if (a[n] == '=') {
-		*value = a + n + 1;
-		return 1;
-	}
-	if (*i + 1 >= argc)
-		die(MAFP_EXIT_USAGE, "%s needs a value", name);
-	*value = argv[++*i];
-	return 1;
-}
-
-int open_regular_at(int dirfd, const char *name, struct stat *st)
+int mafl_open_regular_at(int dirfd, const char *name, struct stat *st)
 {
 	int fd, err;
 

@@ -65,65 +65,10 @@
 /* wait and relay look every millisecond this long before they make inotify watches. */
 #define WAIT_LOOK_FIRST_MS 100
 
-static void usage(FILE *f)
-{
-	fputs("usage: maf-launch wait --run-dir R --next N --timeout-ms T [--max-bytes B]\n"
-	      "                       [--supervisor-pid P]\n"
-	      "\n"
-	      "Blocks on inotify until request N (R/host_tools/host_tool_calls/NNNN.request.json)\n"
-	      "or the exit marker (R/host_tools/program_exit_code) exists, or T ms have passed,\n"
-	      "then prints one event and exits 0; a request comes before the exit. Prints a\n"
-	      "JSON line, then exactly \"size\" raw bytes of the file when it has no \"error\"\n"
-	      "nor \"oversized\" (a symlink, directory or FIFO is never opened):\n"
-	      "  {\"event\":\"request\",\"id\":N,\"size\":L}  (L <= B; else \"oversized\":true)\n"
-	      "  {\"event\":\"request\",\"id\":N,\"size\":0,\"error\":\"not a regular file\"}\n"
-	      "  {\"event\":\"exit\",\"size\":L}           (L <= 32; same error and oversized)\n"
-	      "  {\"event\":\"timeout\"}\n"
-	      "  {\"event\":\"lost\"}  (with --supervisor-pid: P is gone, or is not R's\n"
-	      "                    supervisor, and there is no exit marker)\n"
-	      "Creates R/host_tools/host_tool_calls if it is missing.\n"
-	      "\n"
-	      "  --run-dir R      the run directory (required)\n"
-	      "  --next N         the call id to wait for, 1..999999 (required)\n"
-	      "  --timeout-ms T   milliseconds to wait, up to 86400000; 0 looks once (required)\n"
-	      "  --max-bytes B    the largest request printed (default: 1048576)\n"
-	      "\n"
-	      "Exit codes: 0 an event (a timeout too) was printed, 2 usage, 125 failure.\n", f);
-}
-
-static void relay_usage(FILE *f)
-{
-	fputs("usage: maf-launch relay --run-dir R --next N --timeout-ms T\n"
-	      "                        [--answer ID --value-stdin] [--max-answer-bytes A]\n"
-	      "                        [--max-bytes B] [--supervisor-pid P]\n"
-	      "\n"
-	      "Writes the answer to call ID, when given, then waits as 'maf-launch wait' does\n"
-	      "and prints the same events. The answer is stdin, read to its end: the whole\n"
-	      "response file (R/host_tools/host_tool_calls/IIII.response.json), written under\n"
-	      "a temporary name and renamed into place, so a reader sees it whole or not at\n"
-	      "all. It is never an argument, which any process may read while the relay\n"
-	      "waits. Creates R/host_tools/host_tool_calls if it is missing.\n"
-	      "\n"
-	      "  --run-dir R            the run directory (required)\n"
-	      "  --next N               the call id to wait for, 1..999999 (required)\n"
-	      "  --timeout-ms T         milliseconds to wait, up to 86400000; 0 looks once\n"
-	      "                         (required)\n"
-	      "  --answer ID            the call the answer is for, 1..999999 (with\n"
-	      "                         --value-stdin)\n"
-	      "  --value-stdin          the response file's bytes are stdin (with --answer)\n"
-	      "  --max-answer-bytes A   the largest answer taken (default: 67108864)\n"
-	      "  --max-bytes B          the largest request printed (default: 1048576)\n"
-	      "  --supervisor-pid P     as for 'maf-launch wait'\n"
-	      "\n"
-	      "Exit codes: 0 the answer (if any) was written and an event printed, 2 usage (an\n"
-	      "answer past A included: nothing written), 125 failure (the answer may not have\n"
-	      "been written: nothing was printed).\n", f);
-}
-
 static void emit(const char *head, const void *bytes, size_t len)
 {
-	if (write_all(1, head, strlen(head)) < 0 || (len && write_all(1, bytes, len) < 0))
-		die_errno(MAFP_EXIT_LAUNCHER, "cannot write to stdout");
+	if (mafl_write_all(1, head, strlen(head)) < 0 || (len && mafl_write_all(1, bytes, len) < 0))
+		mafl_die_errno(MAFP_EXIT_LAUNCHER, "cannot write to stdout");
 }
 
 /* Prints the event for dirfd/name, a file that existed a moment ago. prefix is the head line
@@ -137,7 +82,7 @@ static int emit_file(int dirfd, const char *name, const char *prefix, unsigned l
 	char *buf;
 	int fd;
 
-	fd = open_regular_at(dirfd, name, &st);
+	fd = mafl_open_regular_at(dirfd, name, &st);
 	if (fd < 0) {
 		if (errno == ENOENT)
 			return -1;
@@ -155,13 +100,15 @@ static int emit_file(int dirfd, const char *name, const char *prefix, unsigned l
 	}
 	buf = malloc(st.st_size > 0 ? (size_t)st.st_size : 1);
 	if (!buf)
-		die(MAFP_EXIT_LAUNCHER, "out of memory for a %lld-byte file", (long long)st.st_size);
+		mafl_die(MAFP_EXIT_LAUNCHER, "out of memory for a %lld-byte file",
+			 (long long)st.st_size);
 	/* At most the size seen: a file still growing is cut there, and the head line gives
 	 * the count actually read, so the framing holds whatever the program does. */
-	n = read_full(fd, buf, (size_t)st.st_size);
+	n = mafl_read_full(fd, buf, (size_t)st.st_size);
 	close(fd);
 	if (n < 0)
-		snprintf(head, sizeof(head), "%s,\"size\":0,\"error\":\"cannot be read\"}\n", prefix);
+		snprintf(head, sizeof(head), "%s,\"size\":0,\"error\":\"cannot be read\"}\n",
+			 prefix);
 	else
 		snprintf(head, sizeof(head), "%s,\"size\":%zd}\n", prefix, n);
 	emit(head, buf, n > 0 ? (size_t)n : 0);
@@ -199,8 +146,8 @@ static int start_watching(int calls_fd, const char *calls_path, int ht_fd, const
 		return ino;
 	/* Out of inotify instances or watches (a per-user limit, 128 instances by default): a
 	 * slow look beats failing the run. */
-	warnx("cannot use inotify (%s); looking every %d ms instead", strerror(errno),
-	      WAIT_FALLBACK_MS);
+	mafl_warnx("cannot use inotify (%s); looking every %d ms instead", strerror(errno),
+		   WAIT_FALLBACK_MS);
 	if (ino >= 0)
 		close(ino);
 	return -1;
@@ -213,10 +160,10 @@ static int open_dir_at(int dirfd, const char *name, const char *shown)
 	if (fd >= 0)
 		return fd;
 	if (errno == ENOENT)
-		die(MAFP_EXIT_LAUNCHER, "%s does not exist", shown);
+		mafl_die(MAFP_EXIT_LAUNCHER, "%s does not exist", shown);
 	if (errno == ELOOP || errno == ENOTDIR)
-		die(MAFP_EXIT_LAUNCHER, "%s is not a directory (a symlink or a file)", shown);
-	die_errno(MAFP_EXIT_LAUNCHER, "cannot open %s", shown);
+		mafl_die(MAFP_EXIT_LAUNCHER, "%s is not a directory (a symlink or a file)", shown);
+	mafl_die_errno(MAFP_EXIT_LAUNCHER, "cannot open %s", shown);
 }
 
 /* Writes data whole as dirfd/name: a fresh file under a temporary name (created, never
@@ -230,28 +177,29 @@ static void write_whole(int dirfd, const char *dir_shown, const char *name, cons
 
 	for (i = 0; i < 100 && fd < 0; i++) {
 		snprintf(tmp, sizeof(tmp), ".%s.%ld.%llx.tmp", name, (long)getpid(),
-			 (unsigned long long)now_ms() ^ ((unsigned long long)i << 24));
+			 (unsigned long long)mafl_now_ms() ^ ((unsigned long long)i << 24));
 		fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 		if (fd < 0 && errno != EEXIST)
 			break;
 	}
 	if (fd < 0)
-		die_errno(MAFP_EXIT_LAUNCHER, "cannot create a file in %s for the answer",
-			  dir_shown);
-	if (write_all(fd, data, len) < 0 || close(fd) < 0) {
+		mafl_die_errno(MAFP_EXIT_LAUNCHER, "cannot create a file in %s for the answer",
+			       dir_shown);
+	if (mafl_write_all(fd, data, len) < 0 || close(fd) < 0) {
 		int e = errno;
 
 		unlinkat(dirfd, tmp, 0);
 		errno = e;
-		die_errno(MAFP_EXIT_LAUNCHER, "cannot write the answer %s/%s", dir_shown, name);
+		mafl_die_errno(MAFP_EXIT_LAUNCHER, "cannot write the answer %s/%s", dir_shown,
+			       name);
 	}
 	if (renameat(dirfd, tmp, dirfd, name) < 0) {
 		int e = errno;
 
 		unlinkat(dirfd, tmp, 0);
 		errno = e;
-		die_errno(MAFP_EXIT_LAUNCHER, "cannot put the answer in place as %s/%s", dir_shown,
-			  name);
+		mafl_die_errno(MAFP_EXIT_LAUNCHER, "cannot put the answer in place as %s/%s",
+			       dir_shown, name);
 	}
 }
 
@@ -276,14 +224,15 @@ static void waiter_open(struct waiter *w, const char *run_dir, unsigned long lon
 	w->run_fd = open(run_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (w->run_fd < 0) {
 		if (errno == ELOOP || errno == ENOTDIR)
-			die(MAFP_EXIT_USAGE, "the run directory %s is not a directory (a symlink or "
-			    "a file)", run_dir);
-		die_errno(MAFP_EXIT_LAUNCHER, "cannot open the run directory %s", run_dir);
+			mafl_die(MAFP_EXIT_USAGE, "the run directory %s is not a directory (a "
+				 "symlink or a file)", run_dir);
+		mafl_die_errno(MAFP_EXIT_LAUNCHER, "cannot open the run directory %s", run_dir);
 	}
 	snprintf(w->ht_path, sizeof(w->ht_path), "%s/%s", run_dir, MAFP_DIR_HOST_TOOLS);
 	w->ht_fd = open_dir_at(w->run_fd, MAFP_DIR_HOST_TOOLS, w->ht_path);
 	if (mkdirat(w->ht_fd, MAFP_DIR_CALLS, 0777) < 0 && errno != EEXIST)
-		die_errno(MAFP_EXIT_LAUNCHER, "cannot create %s/%s", w->ht_path, MAFP_DIR_CALLS);
+		mafl_die_errno(MAFP_EXIT_LAUNCHER, "cannot create %s/%s", w->ht_path,
+			       MAFP_DIR_CALLS);
 	snprintf(w->calls_path, sizeof(w->calls_path), "%s/%s/%s", run_dir, MAFP_DIR_HOST_TOOLS,
 		 MAFP_DIR_CALLS);
 	w->calls_fd = open_dir_at(w->ht_fd, MAFP_DIR_CALLS, w->calls_path);
@@ -334,11 +283,11 @@ static int waiter_event(struct waiter *w, unsigned long long next, long long tim
 			int in_fd)
 {
 	char request[64], prefix[64];
-	long long deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
-	long long looks_end = now_ms() + w->look_first_ms;
+	long long deadline = timeout_ms < 0 ? -1 : mafl_now_ms() + timeout_ms;
+	long long looks_end = mafl_now_ms() + w->look_first_ms;
 
 	if (mafp_call_file_name(request, sizeof(request), (long)next, MAFP_SUFFIX_REQUEST) < 0)
-		die(MAFP_EXIT_USAGE, "call id %llu is out of range", next);
+		mafl_die(MAFP_EXIT_USAGE, "call id %llu is out of range", next);
 	snprintf(prefix, sizeof(prefix), "{\"event\":\"request\",\"id\":%llu", next);
 	for (;;) {
 		struct pollfd pf[3] = {{.fd = w->ino, .events = POLLIN},
@@ -363,17 +312,17 @@ static int waiter_event(struct waiter *w, unsigned long long next, long long tim
 			emit("{\"event\":\"lost\"}\n", NULL, 0);
 			return 0;
 		}
-		left = deadline < 0 ? 3600000 : deadline - now_ms();
+		left = deadline < 0 ? 3600000 : deadline - mafl_now_ms();
 		if (left <= 0) {
 			emit("{\"event\":\"timeout\"}\n", NULL, 0);
 			return 0;
 		}
-		if (w->ino == INO_NONE && now_ms() < looks_end) {
+		if (w->ino == INO_NONE && mafl_now_ms() < looks_end) {
 			/* A look a millisecond (two fstatat calls) while the next request is most
 			 * likely to come, the supervisor's end still waking us. */
 			pf[0].fd = -1;
 			if (poll(pf, 3, 1) < 0 && errno != EINTR)
-				die_errno(MAFP_EXIT_LAUNCHER, "cannot wait");
+				mafl_die_errno(MAFP_EXIT_LAUNCHER, "cannot wait");
 			if (woken(w, pf, in_fd))
 				return 1;
 			continue;
@@ -387,7 +336,7 @@ static int waiter_event(struct waiter *w, unsigned long long next, long long tim
 		if (w->ino < 0)
 			pf[0].fd = -1;
 		if (poll(pf, 3, left > 3600000 ? 3600000 : (int)left) < 0 && errno != EINTR)
-			die_errno(MAFP_EXIT_LAUNCHER, "cannot wait for inotify events");
+			mafl_die_errno(MAFP_EXIT_LAUNCHER, "cannot wait for inotify events");
 		if (woken(w, pf, in_fd))
 			return 1;
 		/* Which file woke us does not matter: both are looked at again. */
@@ -398,12 +347,12 @@ static int waiter_event(struct waiter *w, unsigned long long next, long long tim
 
 static int wait_or_relay(int argc, char **argv, int relay);
 
-int cmd_wait(int argc, char **argv)
+int mafl_cmd_wait(int argc, char **argv)
 {
 	return wait_or_relay(argc, argv, 0);
 }
 
-int cmd_relay(int argc, char **argv)
+int mafl_cmd_relay(int argc, char **argv)
 {
 	return wait_or_relay(argc, argv, 1);
 }
@@ -412,42 +361,80 @@ static unsigned long long take_call_id(const char *name, const char *v)
 {
 	unsigned long long id;
 
-	if (parse_u64(v, MAFP_CALL_ID_MAX, &id) < 0 || id < 1)
-		die(MAFP_EXIT_USAGE, "%s takes a call id from 1 to %d, not '%s'", name,
-		    MAFP_CALL_ID_MAX, v);
+	if (mafl_parse_u64(v, MAFP_CALL_ID_MAX, &id) < 0 || id < 1)
+		mafl_die(MAFP_EXIT_USAGE, "%s takes a call id from 1 to %d, not '%s'", name,
+			 MAFP_CALL_ID_MAX, v);
 	return id;
-}
-
-/* The options wait, relay and serve share; 1 when argv[*i] was one of them. */
-static int take_common(int argc, char **argv, int *i, const char **run_dir,
-		       unsigned long long *sup, unsigned long long *max_bytes)
-{
-	const char *v;
-
-	if (opt_take(argc, argv, i, "--run-dir", &v)) {
-		*run_dir = v;
-	} else if (opt_take(argc, argv, i, "--supervisor-pid", &v)) {
-		if (parse_u64(v, 0x7fffffff, sup) < 0 || *sup < 2)
-			die(MAFP_EXIT_USAGE, "--supervisor-pid takes a process id greater than 1, "
-			    "not '%s'", v);
-	} else if (opt_take(argc, argv, i, "--max-bytes", &v)) {
-		if (parse_u64(v, WAIT_MAX_BYTES_CAP, max_bytes) < 0)
-			die(MAFP_EXIT_USAGE, "--max-bytes takes a byte count up to %llu, not '%s'",
-			    WAIT_MAX_BYTES_CAP, v);
-	} else {
-		return 0;
-	}
-	return 1;
 }
 
 static unsigned long long take_max_answer(const char *v)
 {
 	unsigned long long max;
 
-	if (parse_u64(v, WAIT_MAX_BYTES_CAP, &max) < 0)
-		die(MAFP_EXIT_USAGE, "--max-answer-bytes takes a byte count up to %llu, not '%s'",
-		    WAIT_MAX_BYTES_CAP, v);
+	if (mafl_parse_u64(v, WAIT_MAX_BYTES_CAP, &max) < 0)
+		mafl_die(MAFP_EXIT_USAGE, "--max-answer-bytes takes a byte count up to %llu, "
+			 "not '%s'", WAIT_MAX_BYTES_CAP, v);
 	return max;
+}
+
+/* What wait, relay and serve are told. */
+struct wait_opts {
+	const char *run_dir;
+	unsigned long long next, timeout_ms, max_bytes, sup, answer, max_answer;
+	int have_timeout, from_stdin;
+};
+
+/* Applies one option of wait's, relay's or serve's to w. */
+static void wait_option(struct wait_opts *w, int key, const char *v)
+{
+	switch (key) {
+	case MAFL_O_RUN_DIR:
+		w->run_dir = v;
+		break;
+	case MAFL_O_SUPERVISOR_PID:
+		if (mafl_parse_u64(v, 0x7fffffff, &w->sup) < 0 || w->sup < 2)
+			mafl_die(MAFP_EXIT_USAGE, "--supervisor-pid takes a process id greater "
+				 "than 1, not '%s'", v);
+		break;
+	case MAFL_O_MAX_BYTES:
+		if (mafl_parse_u64(v, WAIT_MAX_BYTES_CAP, &w->max_bytes) < 0)
+			mafl_die(MAFP_EXIT_USAGE, "--max-bytes takes a byte count up to %llu, not "
+				 "'%s'", WAIT_MAX_BYTES_CAP, v);
+		break;
+	case MAFL_O_MAX_ANSWER_BYTES:
+		w->max_answer = take_max_answer(v);
+		break;
+	case MAFL_O_ANSWER:
+		w->answer = take_call_id("--answer", v);
+		break;
+	case MAFL_O_VALUE_STDIN:
+		w->from_stdin = 1;
+		break;
+	case MAFL_O_NEXT:
+		w->next = take_call_id("--next", v);
+		break;
+	case MAFL_O_TIMEOUT_MS:
+		if (mafl_parse_u64(v, WAIT_TIMEOUT_MS_MAX, &w->timeout_ms) < 0)
+			mafl_die(MAFP_EXIT_USAGE, "--timeout-ms takes milliseconds from 0 to %llu, "
+				 "not '%s'", WAIT_TIMEOUT_MS_MAX, v);
+		w->have_timeout = 1;
+		break;
+	}
+}
+
+/* Reads the options of command index (wait, relay or serve) into w. */
+static void wait_parse(int index, int argc, char **argv, struct wait_opts *w)
+{
+	struct mafl_args a;
+	const char *v;
+	int key;
+
+	memset(w, 0, sizeof(*w));
+	w->max_bytes = WAIT_DEFAULT_MAX_BYTES;
+	w->max_answer = SERVE_DEFAULT_MAX_ANSWER;
+	mafl_opt_init(&a, &mafl_commands[index], argc, argv);
+	while ((key = mafl_opt_next(&a, &v)) != MAFL_OPT_END)
+		wait_option(w, key, v);
 }
 
 static void check_run_dir(const char *run_dir, const char *cmd, const char *required)
@@ -455,9 +442,10 @@ static void check_run_dir(const char *run_dir, const char *cmd, const char *requ
 	const char *why;
 
 	if (!run_dir)
-		die(MAFP_EXIT_USAGE, "%s required (try 'maf-launch %s --help')", required, cmd);
+		mafl_die(MAFP_EXIT_USAGE, "%s required (try 'maf-launch %s --help')", required,
+			 cmd);
 	if (mafp_run_dir_check(run_dir, &why) < 0)
-		die(MAFP_EXIT_USAGE, "bad --run-dir '%s': %s", run_dir, why);
+		mafl_die(MAFP_EXIT_USAGE, "bad --run-dir '%s': %s", run_dir, why);
 }
 
 /* All of stdin, at most max bytes (malloc'd; *len its length). Past max is a usage error with
@@ -479,17 +467,18 @@ static unsigned char *read_answer(unsigned long long max, size_t *len)
 				want = (size_t)max + 1;
 			nb = realloc(buf, want);
 			if (!nb)
-				die(MAFP_EXIT_LAUNCHER, "out of memory for a %zu-byte answer", want);
+				mafl_die(MAFP_EXIT_LAUNCHER, "out of memory for a %zu-byte "
+					 "answer", want);
 			buf = nb;
 			size = want;
 		}
-		n = read_full(0, buf + got, size - got);
+		n = mafl_read_full(0, buf + got, size - got);
 		if (n < 0)
-			die_errno(MAFP_EXIT_LAUNCHER, "cannot read the answer on stdin");
+			mafl_die_errno(MAFP_EXIT_LAUNCHER, "cannot read the answer on stdin");
 		got += (size_t)n;
 		if (got > max)
-			die(MAFP_EXIT_USAGE, "the answer on stdin is longer than %llu bytes "
-			    "(--max-answer-bytes)", max);
+			mafl_die(MAFP_EXIT_USAGE, "the answer on stdin is longer than %llu bytes "
+				 "(--max-answer-bytes)", max);
 		if (got < size)
 			break;	/* stdin ended before the buffer filled */
 	}
@@ -499,92 +488,37 @@ static unsigned char *read_answer(unsigned long long max, size_t *len)
 
 static int wait_or_relay(int argc, char **argv, int relay)
 {
-	const char *run_dir = NULL, *v, *cmd = relay ? "relay" : "wait";
-	unsigned long long next = 0, timeout_ms = 0, max_bytes = WAIT_DEFAULT_MAX_BYTES;
-	unsigned long long sup = 0, answer = 0, max_answer = SERVE_DEFAULT_MAX_ANSWER;
+	const char *cmd = relay ? "relay" : "wait";
 	unsigned char *answer_bytes = NULL;
 	size_t answer_len = 0;
 	char answer_name[64];
-	int i, have_timeout = 0, from_stdin = 0;
+	struct wait_opts o;
 	struct waiter w;
 
-	for (i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			if (relay)
-				relay_usage(stdout);
-			else
-				usage(stdout);
-			return 0;
-		}
-		if (take_common(argc, argv, &i, &run_dir, &sup, &max_bytes))
-			continue;
-		if (relay && opt_take(argc, argv, &i, "--answer", &v)) {
-			answer = take_call_id("--answer", v);
-		} else if (relay && strcmp(argv[i], "--value-stdin") == 0) {
-			from_stdin = 1;
-		} else if (relay && opt_take(argc, argv, &i, "--max-answer-bytes", &v)) {
-			max_answer = take_max_answer(v);
-		} else if (opt_take(argc, argv, &i, "--next", &v)) {
-			next = take_call_id("--next", v);
-		} else if (opt_take(argc, argv, &i, "--timeout-ms", &v)) {
-			if (parse_u64(v, WAIT_TIMEOUT_MS_MAX, &timeout_ms) < 0)
-				die(MAFP_EXIT_USAGE, "--timeout-ms takes milliseconds from 0 to %llu, "
-				    "not '%s'", WAIT_TIMEOUT_MS_MAX, v);
-			have_timeout = 1;
-		} else {
-			die(MAFP_EXIT_USAGE, "unexpected argument '%s' (try 'maf-launch %s --help')",
-			    argv[i], cmd);
-		}
-	}
-	if (!next || !have_timeout)
-		run_dir = NULL;
-	check_run_dir(run_dir, cmd, "--run-dir, --next and --timeout-ms are");
-	if (!answer != !from_stdin)
-		die(MAFP_EXIT_USAGE, "--answer and --value-stdin go together");
-	if (from_stdin) {
-		if (mafp_call_file_name(answer_name, sizeof(answer_name), (long)answer,
+	wait_parse(relay ? MAFL_COMMAND_RELAY : MAFL_COMMAND_WAIT, argc, argv, &o);
+	if (!o.next || !o.have_timeout)
+		o.run_dir = NULL;
+	check_run_dir(o.run_dir, cmd, "--run-dir, --next and --timeout-ms are");
+	if (!o.answer != !o.from_stdin)
+		mafl_die(MAFP_EXIT_USAGE, "--answer and --value-stdin go together");
+	if (o.from_stdin) {
+		if (mafp_call_file_name(answer_name, sizeof(answer_name), (long)o.answer,
 					MAFP_SUFFIX_RESPONSE) < 0)
-			die(MAFP_EXIT_USAGE, "--answer %llu is out of range", answer);
-		answer_bytes = read_answer(max_answer, &answer_len);
+			mafl_die(MAFP_EXIT_USAGE, "--answer %llu is out of range", o.answer);
+		answer_bytes = read_answer(o.max_answer, &answer_len);
 	}
-	waiter_open(&w, run_dir, sup, max_bytes);
+	waiter_open(&w, o.run_dir, o.sup, o.max_bytes);
 	w.look_first_ms = WAIT_LOOK_FIRST_MS;
 	if (answer_bytes) {
 		write_whole(w.calls_fd, w.calls_path, answer_name, answer_bytes, answer_len);
 		free(answer_bytes);
 	}
-	return waiter_event(&w, next, (long long)timeout_ms, -1);
+	return waiter_event(&w, o.next, (long long)o.timeout_ms, -1);
 }
 
 /* ---- serve ------------------------------------------------------------------------------- */
 
 #define SERVE_HEAD_MAX 256
-
-static void serve_usage(FILE *f)
-{
-	fputs("usage: maf-launch serve --run-dir R [--max-bytes B] [--max-answer-bytes A]\n"
-	      "                        [--supervisor-pid P]\n"
-	      "\n"
-	      "The relay over a stream: for a host attached to its stdin and stdout through one\n"
-	      "exec that stays open. Each frame the host writes on stdin is answered on stdout\n"
-	      "with one event of 'maf-launch wait', printed the moment it exists:\n"
-	      "  {\"next\":N}\\n                 wait for request N (or the exit)\n"
-	      "  {\"answer\":I,\"size\":L}\\n + L bytes\n"
-	      "                               write the L bytes whole as the response file\n"
-	      "                               of call I (a temporary name, then a rename),\n"
-	      "                               then wait for request I + 1\n"
-	      "An event means the answer before it is in place. The host writes nothing more\n"
-	      "until it has the event. Ends with exit 0 when stdin ends (between frames, or\n"
-	      "while it waits).\n"
-	      "\n"
-	      "  --run-dir R            the run directory (required)\n"
-	      "  --max-bytes B          the largest request printed (default: 1048576)\n"
-	      "  --max-answer-bytes A   the largest answer taken (default: 67108864)\n"
-	      "  --supervisor-pid P     as for 'maf-launch wait'\n"
-	      "\n"
-	      "Exit codes: 0 stdin ended, 2 usage or a frame that breaks these rules, 125\n"
-	      "failure (an answer that could not be written: nothing printed for it).\n", f);
-}
 
 /* Reads the host's frames from fd 0. */
 struct frames {
@@ -603,17 +537,17 @@ static size_t frame_head(struct frames *f)
 		if (nl)
 			return (size_t)(nl - f->buf);
 		if (f->len == SERVE_HEAD_MAX)
-			die(MAFP_EXIT_USAGE, "a frame's head line is longer than %d bytes",
-			    SERVE_HEAD_MAX);
+			mafl_die(MAFP_EXIT_USAGE, "a frame's head line is longer than %d bytes",
+				 SERVE_HEAD_MAX);
 		n = read(0, f->buf + f->len, SERVE_HEAD_MAX - f->len);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
-			die_errno(MAFP_EXIT_LAUNCHER, "cannot read stdin");
+			mafl_die_errno(MAFP_EXIT_LAUNCHER, "cannot read stdin");
 		if (n == 0) {
 			if (f->len == 0)
 				exit(0);
-			die(MAFP_EXIT_USAGE, "stdin ended inside a frame");
+			mafl_die(MAFP_EXIT_USAGE, "stdin ended inside a frame");
 		}
 		f->len += (size_t)n;
 	}
@@ -633,8 +567,8 @@ static void frame_body(struct frames *f, unsigned char *body, size_t size)
 
 	memcpy(body, f->buf, have);
 	frame_take(f, have);
-	if (have < size && read_full(0, body + have, size - have) != (ssize_t)(size - have))
-		die(MAFP_EXIT_USAGE, "stdin ended inside a %zu-byte answer", size);
+	if (have < size && mafl_read_full(0, body + have, size - have) != (ssize_t)(size - have))
+		mafl_die(MAFP_EXIT_USAGE, "stdin ended inside a %zu-byte answer", size);
 }
 
 /* A member of the head line: a whole number in [lo, hi], or -1 when it is absent. */
@@ -646,58 +580,44 @@ static long long head_number(const cJSON *head, const char *name, long long lo, 
 		return -1;
 	if (!cJSON_IsNumber(v) || v->valuedouble < (double)lo || v->valuedouble > (double)hi ||
 	    v->valuedouble != (double)(long long)v->valuedouble)
-		die(MAFP_EXIT_USAGE, "a frame's \"%s\" is not a whole number from %lld to %lld",
-		    name, lo, hi);
+		mafl_die(MAFP_EXIT_USAGE, "a frame's \"%s\" is not a whole number from %lld to "
+			 "%lld", name, lo, hi);
 	return (long long)v->valuedouble;
 }
 
-int cmd_serve(int argc, char **argv)
+int mafl_cmd_serve(int argc, char **argv)
 {
-	const char *run_dir = NULL, *v;
-	unsigned long long sup = 0, max_bytes = WAIT_DEFAULT_MAX_BYTES;
-	unsigned long long max_answer = SERVE_DEFAULT_MAX_ANSWER;
 	static struct frames f;
+	struct wait_opts o;
 	struct waiter w;
-	int i;
 
-	for (i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			serve_usage(stdout);
-			return 0;
-		}
-		if (take_common(argc, argv, &i, &run_dir, &sup, &max_bytes))
-			continue;
-		if (opt_take(argc, argv, &i, "--max-answer-bytes", &v)) {
-			max_answer = take_max_answer(v);
-		} else {
-			die(MAFP_EXIT_USAGE, "unexpected argument '%s' (try 'maf-launch serve "
-			    "--help')", argv[i]);
-		}
-	}
-	check_run_dir(run_dir, "serve", "--run-dir is");
+	wait_parse(MAFL_COMMAND_SERVE, argc, argv, &o);
+	check_run_dir(o.run_dir, "serve", "--run-dir is");
 	/* A host that went away ends us at the next event, not with a signal. */
 	signal(SIGPIPE, SIG_IGN);
-	waiter_open(&w, run_dir, sup, max_bytes);
+	waiter_open(&w, o.run_dir, o.sup, o.max_bytes);
 	for (;;) {
 		size_t hl = frame_head(&f);
 		long long next, answer, size;
 		cJSON *head = cJSON_ParseWithLength(f.buf, hl);
 
 		if (!head || !cJSON_IsObject(head))
-			die(MAFP_EXIT_USAGE, "a frame's head line is not a JSON object");
+			mafl_die(MAFP_EXIT_USAGE, "a frame's head line is not a JSON object");
 		next = head_number(head, "next", 1, MAFP_CALL_ID_MAX);
 		answer = head_number(head, "answer", 1, MAFP_CALL_ID_MAX - 1);
-		size = head_number(head, "size", 0, (long long)max_answer);
+		size = head_number(head, "size", 0, (long long)o.max_answer);
 		cJSON_Delete(head);
 		frame_take(&f, hl + 1);
 		if ((next < 0) == (answer < 0) || (answer < 0) != (size < 0))
-			die(MAFP_EXIT_USAGE, "a frame is {\"next\":N} or {\"answer\":I,\"size\":L}");
+			mafl_die(MAFP_EXIT_USAGE, "a frame is {\"next\":N} or "
+				 "{\"answer\":I,\"size\":L}");
 		if (answer > 0) {
 			char name[64];
 			unsigned char *body = malloc(size ? (size_t)size : 1);
 
 			if (!body)
-				die(MAFP_EXIT_LAUNCHER, "out of memory for a %lld-byte answer", size);
+				mafl_die(MAFP_EXIT_LAUNCHER, "out of memory for a %lld-byte "
+					 "answer", size);
 			frame_body(&f, body, (size_t)size);
 			mafp_call_file_name(name, sizeof(name), (long)answer, MAFP_SUFFIX_RESPONSE);
 			write_whole(w.calls_fd, w.calls_path, name, body, (size_t)size);
@@ -705,12 +625,14 @@ int cmd_serve(int argc, char **argv)
 			next = answer + 1;
 		}
 		if (f.len)
-			die(MAFP_EXIT_USAGE, "a frame came before the event of the one before it");
+			mafl_die(MAFP_EXIT_USAGE, "a frame came before the event of the one "
+				 "before it");
 		/* The host writes nothing until it has the event: stdin readable now means it
 		 * has ended (or broken the rule). */
 		if (waiter_event(&w, (unsigned long long)next, -1, 0) == 1) {
 			frame_head(&f);    /* exits at the end of stdin */
-			die(MAFP_EXIT_USAGE, "a frame came before the event of the one before it");
+			mafl_die(MAFP_EXIT_USAGE, "a frame came before the event of the one "
+				 "before it");
 		}
 	}
 }

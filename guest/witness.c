@@ -64,7 +64,7 @@ int mafl_witness_hand_over(int marker_w, const char *record, size_t record_len,
 	memcpy(buf + sizeof(h), record, record_len);
 	memcpy(buf + sizeof(h) + record_len, code, code_len);
 	/* Smaller than a pipe's buffer: one write, which the witness reads at its pace. */
-	rc = write_all(marker_w, buf, sizeof(h) + record_len + code_len);
+	rc = mafl_write_all(marker_w, buf, sizeof(h) + record_len + code_len);
 	err = errno;
 	close(marker_w);
 	errno = err;
@@ -114,7 +114,7 @@ static __attribute__((noreturn)) void witness_main(int marker_r, int host_tools,
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != supervisor)
 		_exit(WITNESS_EXIT_NOTHING);
 	keep_only(marker_r, host_tools);
-	n = read_full(marker_r, buf, sizeof(buf));
+	n = mafl_read_full(marker_r, buf, sizeof(buf));
 	if (n <= 0 || mafl_witness_parse(buf, (size_t)n, &record, &record_len, &code,
 					 &code_len) < 0)
 		_exit(WITNESS_EXIT_NOTHING);	/* the supervisor went without a word */
@@ -123,9 +123,9 @@ static __attribute__((noreturn)) void witness_main(int marker_r, int host_tools,
 		_exit(WITNESS_EXIT_FAILED);
 	/* The record first, durably: once program_exit_code exists a host may reclaim the run. */
 	if (record_len &&
-	    publish_at(host_tools, MAFP_FILE_EXIT_RECORD, record, record_len, 1) < 0)
+	    mafl_publish_at(host_tools, MAFP_FILE_EXIT_RECORD, record, record_len, 1) < 0)
 		_exit(WITNESS_EXIT_FAILED);
-	_exit(publish_at(host_tools, MAFP_MARKER_EXIT_CODE, code, code_len, 1) < 0 ?
+	_exit(mafl_publish_at(host_tools, MAFP_MARKER_EXIT_CODE, code, code_len, 1) < 0 ?
 	      WITNESS_EXIT_FAILED : 0);
 }
 

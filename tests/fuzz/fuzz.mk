@@ -20,7 +20,8 @@ FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -Ishared -Ihost/include -Ihost/src 
 	-I$(BUILD)/gen -DCJSON_NESTING_LIMIT=128 -Wall -Wextra -Werror $(FUZZ_SAN)
 # cJSON is instrumented too, so the fuzzer steers through its paths, but not held to our
 # warnings.
-FUZZ_DEPS := shared/protocol.c $(TP)/cjson/cJSON.c guest/tree.c guest/util.c guest/channel.c \
+FUZZ_CHANNEL := $(wildcard guest/channel_*.c)
+FUZZ_DEPS := shared/protocol.c $(TP)/cjson/cJSON.c guest/tree.c guest/util.c $(FUZZ_CHANNEL) \
 	$(wildcard host/src/*.c) host/backends/docker_parse.c
 FUZZ_NAMES := $(patsubst tests/fuzz/fuzz_%.c,%,$(FUZZ_SRC))
 FUZZ_BIN := $(patsubst %,$(BUILD)/fuzz/fuzz_%,$(FUZZ_NAMES))
@@ -42,7 +43,8 @@ $(BUILD)/fuzz/obj/host/src/shim.o: $(BUILD)/gen/shim_template.h
 
 FUZZ_OBJ := $(BUILD)/fuzz/obj/cJSON.o $(BUILD)/fuzz/obj/shared/protocol.o \
 	$(BUILD)/fuzz/obj/guest/tree.o $(BUILD)/fuzz/obj/guest/util.o \
-	$(BUILD)/fuzz/obj/guest/channel.o $(BUILD)/fuzz/obj/host/backends/docker_parse.o \
+	$(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(FUZZ_CHANNEL)) \
+	$(BUILD)/fuzz/obj/host/backends/docker_parse.o \
 	$(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(wildcard host/src/*.c))
 # Made by pattern rules for a pattern rule: make would delete them as intermediate files.
 .SECONDARY: $(FUZZ_OBJ)

@@ -1,4 +1,4 @@
-/* libFuzzer target: channel_parse_call, the supervisor's reader of the call lines a program
+/* libFuzzer target: mafl_channel_parse_call, the supervisor's reader of the call lines a program
  * writes on its channel connection. Oracle: an accepted line has an id (a string of at most
  * MAFL_CHANNEL_ID_MAX bytes, or a number) and is either raw (a request of exactly
  * request_len bytes, no name, no arguments) or a tool call (a valid tool name and an object
@@ -48,7 +48,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(buf, data, size);
 	why[0] = '\0';
-	if (channel_parse_call(buf, size, &root, &call, why, sizeof(why)) != 0) {
+	if (mafl_channel_parse_call(buf, size, &root, &call, why, sizeof(why)) != 0) {
 		if (!why[0])
 			abort();
 		if (call.id && !(cJSON_IsString(call.id) || cJSON_IsNumber(call.id)))

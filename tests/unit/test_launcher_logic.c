@@ -1,7 +1,8 @@
 /* Unit tests for the launcher's pure logic: the Python environment (guest/run.c), the
  * /proc/PID/stat parser and the descendant check (guest/tree.c), the channel's call lines,
- * its UTF-8 check and when it reads a response again (guest/channel.c) and the small parsers
- * of guest/util.c. */
+ * its UTF-8 check and when it reads a response again (guest/channel_files.c), the option
+ * parser over the commands' tables (guest/opt.c, guest/commands.c) and the small parsers of
+ * guest/util.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -22,6 +23,7 @@
 #include <cmocka.h>
 
 #include "channel.h"
+#include "commands.h"
 #include "identity.h"
 #include "run.h"
 #include "tree.h"
@@ -32,7 +34,7 @@
 #define R "/tmp/run"
 
 /* ----------------------------------------------------------------------------------------- */
-/* run_pythonpath_entry_ok */
+/* mafl_run_pythonpath_entry_ok */
 
 static int entry_ok(const char *e, const char *run_dir)
 {
@@ -43,7 +45,7 @@ static int entry_ok(const char *e, const char *run_dir)
 
 	assert_non_null(p);
 	memcpy(p, e, n);
-	rc = run_pythonpath_entry_ok(p, n, run_dir);
+	rc = mafl_run_pythonpath_entry_ok(p, n, run_dir);
 	free(p);
 	return rc;
 }
@@ -97,15 +99,15 @@ static void test_pythonpath_entry_outside_run_dir(void **state)
 	KEEP("/tmp");
 	KEEP("/var" R);
 	/* The length, not a terminator, ends the entry. */
-	assert_int_equal(run_pythonpath_entry_ok("/opt/lib:/tmp/run/x", 8, R), 1);
-	assert_int_equal(run_pythonpath_entry_ok("/tmp/run:/opt", 8, R), 0);
-	assert_int_equal(run_pythonpath_entry_ok("/tmp/runx", 8, R), 0);
-	assert_int_equal(run_pythonpath_entry_ok("/opt/./x", 5, R), 1); /* "/opt/" */
-	assert_int_equal(run_pythonpath_entry_ok("/opt/..", 6, R), 0);  /* "/opt/." */
+	assert_int_equal(mafl_run_pythonpath_entry_ok("/opt/lib:/tmp/run/x", 8, R), 1);
+	assert_int_equal(mafl_run_pythonpath_entry_ok("/tmp/run:/opt", 8, R), 0);
+	assert_int_equal(mafl_run_pythonpath_entry_ok("/tmp/runx", 8, R), 0);
+	assert_int_equal(mafl_run_pythonpath_entry_ok("/opt/./x", 5, R), 1); /* "/opt/" */
+	assert_int_equal(mafl_run_pythonpath_entry_ok("/opt/..", 6, R), 0);  /* "/opt/." */
 }
 
 /* ----------------------------------------------------------------------------------------- */
-/* run_build_env */
+/* mafl_run_build_env */
 
 static size_t env_count(char **env)
 {
@@ -118,7 +120,7 @@ static size_t env_count(char **env)
 
 static void env_free(char **env)
 {
-	run_free_env(env);
+	mafl_run_free_env(env);
 }
 
 static size_t env_index(char **env, const char *entry)
@@ -156,7 +158,7 @@ static void test_build_env_rebuilds_pythonpath(void **state)
 	char **env;
 
 	(void)state;
-	env = run_build_env(in, R);
+	env = mafl_run_build_env(in, R);
 	assert_non_null(env);
 	/* R/host_tools first, then only the good inherited entries, in order. */
 	assert_string_equal(env[0], "PYTHONPATH=" R "/host_tools:/opt/a:/opt/b:/tmp/runner");
@@ -190,26 +192,26 @@ static void test_build_env_without_pythonpath(void **state)
 	char **env;
 
 	(void)state;
-	env = run_build_env(none, R);
+	env = mafl_run_build_env(none, R);
 	assert_non_null(env);
 	assert_string_equal(env[0], "PYTHONPATH=" R "/host_tools");
 	assert_string_equal(env[1], "TERM=dumb");
 	assert_int_equal(env_count(env), 7);
 	env_free(env);
-	env = run_build_env(empty, R);
+	env = mafl_run_build_env(empty, R);
 	assert_non_null(env);
 	assert_string_equal(env[0], "PYTHONPATH=" R "/host_tools");
 	assert_int_equal(env_count(env), 7);
 	env_free(env);
-	env = run_build_env(seps, R);
+	env = mafl_run_build_env(seps, R);
 	assert_non_null(env);
 	assert_string_equal(env[0], "PYTHONPATH=" R "/host_tools");
 	env_free(env);
-	env = run_build_env(bad_only, R);
+	env = mafl_run_build_env(bad_only, R);
 	assert_non_null(env);
 	assert_string_equal(env[0], "PYTHONPATH=" R "/host_tools");
 	env_free(env);
-	env = run_build_env(nothing, R);
+	env = mafl_run_build_env(nothing, R);
 	assert_non_null(env);
 	assert_string_equal(env[0], "PYTHONPATH=" R "/host_tools");
 	assert_string_equal(env[1], "PYTHONUNBUFFERED=1");
@@ -235,7 +237,7 @@ static void test_build_env_overrides_python_settings(void **state)
 	char **env;
 
 	(void)state;
-	env = run_build_env(in, R);
+	env = mafl_run_build_env(in, R);
 	assert_non_null(env);
 	assert_int_equal(env_prefix_count(env, "PYTHONPATH="), 1);
 	assert_int_equal(env_prefix_count(env, "PYTHONUNBUFFERED="), 1);
@@ -262,7 +264,7 @@ static void test_build_env_run_dir_prefix(void **state)
 	char **env;
 
 	(void)state;
-	env = run_build_env(in, R);
+	env = mafl_run_build_env(in, R);
 	assert_non_null(env);
 	assert_string_equal(env[0], "PYTHONPATH=" R "/host_tools:/tmp/run-other/lib");
 	env_free(env);
@@ -280,7 +282,7 @@ static void test_build_env_drops_an_enclosing_runs_channel(void **state)
 	char **env;
 
 	(void)state;
-	env = run_build_env(in, R);
+	env = mafl_run_build_env(in, R);
 	assert_non_null(env);
 	assert_int_equal(env_prefix_count(env, "MAF_HOST_TOOLS_FD="), 0);
 	assert_int_equal(env_prefix_count(env, "MAF_HOST_TOOLS_SOCKET="), 0);
@@ -598,7 +600,7 @@ static void test_witness_hand_over(void **state)
 	(void)state;
 	assert_int_equal(pipe(p), 0);
 	assert_int_equal(mafl_witness_hand_over(p[1], rec, strlen(rec), "3", 1), 0);
-	n = read_full(p[0], buf, sizeof(buf));
+	n = mafl_read_full(p[0], buf, sizeof(buf));
 	close(p[0]);
 	assert_true(n > 0);
 	assert_int_equal(mafl_witness_parse(buf, (size_t)n, &r, &rl, &c, &cl), 0);
@@ -618,7 +620,7 @@ static void test_witness_hand_over(void **state)
 	/* No record (it could not be encoded) is allowed; no exit code, or too long, is not. */
 	assert_int_equal(pipe(p), 0);
 	assert_int_equal(mafl_witness_hand_over(p[1], "", 0, "137", 3), 0);
-	n = read_full(p[0], buf, sizeof(buf));
+	n = mafl_read_full(p[0], buf, sizeof(buf));
 	close(p[0]);
 	assert_int_equal(mafl_witness_parse(buf, (size_t)n, &r, &rl, &c, &cl), 0);
 	assert_int_equal(rl, 0);
@@ -627,7 +629,8 @@ static void test_witness_hand_over(void **state)
 	assert_int_equal(pipe(p), 0);
 	assert_int_equal(mafl_witness_hand_over(p[1], big, sizeof(big), "1", 1), -1);
 	assert_int_equal(errno, EINVAL);
-	assert_int_equal(read_full(p[0], buf, sizeof(buf)), 0);	/* closed, nothing sent */
+	/* closed, nothing sent */
+	assert_int_equal(mafl_read_full(p[0], buf, sizeof(buf)), 0);
 	close(p[0]);
 	assert_int_equal(pipe(p), 0);
 	assert_int_equal(mafl_witness_hand_over(p[1], rec, strlen(rec), "", 0), -1);
@@ -635,7 +638,7 @@ static void test_witness_hand_over(void **state)
 }
 
 /* ----------------------------------------------------------------------------------------- */
-/* channel_look_decide */
+/* mafl_channel_look_decide */
 
 static void test_look_decide(void **state)
 {
@@ -646,20 +649,21 @@ static void test_look_decide(void **state)
 
 	(void)state;
 	/* No look failed yet: read at once, whatever the time. */
-	assert_int_equal(channel_look_decide(NULL, &cur, 0, 1000), CHANNEL_LOOK_NOW);
-	assert_int_equal(channel_look_decide(NULL, NULL, 0, 1000), CHANNEL_LOOK_NOW);
+	assert_int_equal(mafl_channel_look_decide(NULL, &cur, 0, 1000), CHANNEL_LOOK_NOW);
+	assert_int_equal(mafl_channel_look_decide(NULL, NULL, 0, 1000), CHANNEL_LOOK_NOW);
 	/* Failed before: nothing until retry_at, changed or not. */
-	assert_int_equal(channel_look_decide(&seen, &cur, 999, 1000), CHANNEL_LOOK_LATER);
+	assert_int_equal(mafl_channel_look_decide(&seen, &cur, 999, 1000), CHANNEL_LOOK_LATER);
 	cur.size++;
-	assert_int_equal(channel_look_decide(&seen, &cur, 999, 1000), CHANNEL_LOOK_LATER);
+	assert_int_equal(mafl_channel_look_decide(&seen, &cur, 999, 1000), CHANNEL_LOOK_LATER);
 	/* Then: the same file is skipped, any difference is read. */
 	cur = seen;
-	assert_int_equal(channel_look_decide(&seen, &cur, 1000, 1000), CHANNEL_LOOK_SKIP);
-	assert_int_equal(channel_look_decide(&seen, &cur, 5000, 1000), CHANNEL_LOOK_SKIP);
+	assert_int_equal(mafl_channel_look_decide(&seen, &cur, 1000, 1000), CHANNEL_LOOK_SKIP);
+	assert_int_equal(mafl_channel_look_decide(&seen, &cur, 5000, 1000), CHANNEL_LOOK_SKIP);
 #define CHANGED(field) do { \
 		cur = seen; \
 		cur.field++; \
-		assert_int_equal(channel_look_decide(&seen, &cur, 1000, 1000), CHANNEL_LOOK_NOW); \
+		assert_int_equal(mafl_channel_look_decide(&seen, &cur, 1000, 1000), \
+				 CHANNEL_LOOK_NOW); \
 	} while (0)
 	CHANGED(dev);
 	CHANGED(ino);
@@ -670,7 +674,7 @@ static void test_look_decide(void **state)
 	CHANGED(ctime_nsec);
 #undef CHANGED
 	/* Gone (or not stat-able): a look, which costs an open that fails. */
-	assert_int_equal(channel_look_decide(&seen, NULL, 1000, 1000), CHANNEL_LOOK_NOW);
+	assert_int_equal(mafl_channel_look_decide(&seen, NULL, 1000, 1000), CHANNEL_LOOK_NOW);
 	/* From a stat, every field. */
 	memset(&st, 0, sizeof(st));
 	st.st_dev = 11;
@@ -680,19 +684,19 @@ static void test_look_decide(void **state)
 	st.st_mtim.tv_nsec = 15;
 	st.st_ctim.tv_sec = 16;
 	st.st_ctim.tv_nsec = 17;
-	channel_file_state_of(&cur, &st);
+	mafl_channel_file_state_of(&cur, &st);
 	assert_true(cur.dev == 11 && cur.ino == 12 && cur.size == 13 && cur.mtime_sec == 14 &&
 		    cur.mtime_nsec == 15 && cur.ctime_sec == 16 && cur.ctime_nsec == 17);
 }
 
 /* ----------------------------------------------------------------------------------------- */
-/* channel_parse_call */
+/* mafl_channel_parse_call */
 
 /* Parses line; returns its return code with *call filled and the tree in *root. */
 static int parse_line(const char *line, cJSON **root, struct channel_call *call, char *why)
 {
 	why[0] = '\0';
-	return channel_parse_call(line, strlen(line), root, call, why, 256);
+	return mafl_channel_parse_call(line, strlen(line), root, call, why, 256);
 }
 
 static void test_parse_call_tool_form(void **state)
@@ -802,13 +806,13 @@ static void test_text_is_utf8(void **state)
 }
 
 /* ----------------------------------------------------------------------------------------- */
-/* parse_seconds_ms */
+/* mafl_parse_seconds_ms */
 
 static void seconds_ok(const char *s, long long max, long long want)
 {
 	long long v = -7;
 
-	if (parse_seconds_ms(s, max, &v) != 0)
+	if (mafl_parse_seconds_ms(s, max, &v) != 0)
 		fail_msg("'%s' (max %lld ms) refused", s, max);
 	if (v != want)
 		fail_msg("'%s': %lld ms, want %lld", s, v, want);
@@ -818,7 +822,7 @@ static void seconds_bad(const char *s, long long max)
 {
 	long long v = -7;
 
-	if (parse_seconds_ms(s, max, &v) != -1)
+	if (mafl_parse_seconds_ms(s, max, &v) != -1)
 		fail_msg("'%s' (max %lld ms) accepted as %lld", s, max, v);
 	assert_int_equal(v, -7);
 }
@@ -876,13 +880,13 @@ static void test_parse_seconds_ms_huge_max(void **state)
 }
 
 /* ----------------------------------------------------------------------------------------- */
-/* parse_u64 */
+/* mafl_parse_u64 */
 
 static void u64_ok(const char *s, unsigned long long max, unsigned long long want)
 {
 	unsigned long long v = 77;
 
-	if (parse_u64(s, max, &v) != 0)
+	if (mafl_parse_u64(s, max, &v) != 0)
 		fail_msg("'%s' (max %llu) refused", s, max);
 	if (v != want)
 		fail_msg("'%s': %llu, want %llu", s, v, want);
@@ -892,7 +896,7 @@ static void u64_bad(const char *s, unsigned long long max)
 {
 	unsigned long long v = 77;
 
-	if (parse_u64(s, max, &v) != -1)
+	if (mafl_parse_u64(s, max, &v) != -1)
 		fail_msg("'%s' (max %llu) accepted as %llu", s, max, v);
 	assert_int_equal(v, 77);
 }
@@ -941,7 +945,124 @@ static void test_parse_u64_small_max(void **state)
 }
 
 /* ----------------------------------------------------------------------------------------- */
-/* str_copy */
+/* mafl_opt_match, mafl_opt_next */
+
+static void test_opt_match(void **state)
+{
+	const struct mafl_command *run = &mafl_commands[MAFL_COMMAND_RUN];
+	const struct mafl_command *relay = &mafl_commands[MAFL_COMMAND_RELAY];
+	const struct mafl_opt *o;
+	const char *v;
+
+	(void)state;
+	o = mafl_opt_match(run, "--run-dir", &v);
+	assert_non_null(o);
+	assert_int_equal(o->key, MAFL_O_RUN_DIR);
+	assert_null(v);
+	o = mafl_opt_match(run, "--run-dir=/tmp/r", &v);
+	assert_int_equal(o->key, MAFL_O_RUN_DIR);
+	assert_string_equal(v, "/tmp/r");
+	o = mafl_opt_match(run, "--run-dir=", &v);
+	assert_string_equal(v, "");
+	assert_int_equal(mafl_opt_match(run, "--help", &v)->key, MAFL_O_HELP);
+	assert_int_equal(mafl_opt_match(run, "-h", &v)->key, MAFL_O_HELP);
+	/* A prefix, a longer name, another command's option, a flag given a value: none. */
+	assert_null(mafl_opt_match(run, "--run", &v));
+	assert_null(mafl_opt_match(run, "--run-dirs", &v));
+	assert_null(mafl_opt_match(run, "--floor", &v));
+	assert_null(mafl_opt_match(run, "--help=1", &v));
+	assert_null(mafl_opt_match(relay, "--value-stdin=1", &v));
+	assert_int_equal(mafl_opt_match(relay, "--value-stdin", &v)->key, MAFL_O_VALUE_STDIN);
+	/* --timeout-ms is not --timeout, nor the reverse. */
+	assert_null(mafl_opt_match(relay, "--timeout", &v));
+	assert_null(mafl_opt_match(&mafl_commands[MAFL_COMMAND_CALL], "--timeout-ms", &v));
+}
+
+static void test_opt_next(void **state)
+{
+	char *argv[] = {"run", "--run-dir", "/tmp/r", "--timeout=5", "--tool", "a", "--",
+			"--grace", "x", NULL};
+	char *relay_argv[] = {"relay", "--value-stdin", "--next", "-1", NULL};
+	char *init_argv[] = {"init", "--grace", "1", "-", "--grace", NULL};
+	struct mafl_args a;
+	const char *v;
+
+	(void)state;
+	mafl_opt_init(&a, &mafl_commands[MAFL_COMMAND_RUN], 9, argv);
+	assert_int_equal(mafl_opt_next(&a, &v), MAFL_O_RUN_DIR);
+	assert_string_equal(v, "/tmp/r");
+	assert_int_equal(mafl_opt_next(&a, &v), MAFL_O_TIMEOUT);
+	assert_string_equal(v, "5");
+	assert_int_equal(mafl_opt_next(&a, &v), MAFL_O_TOOL);
+	assert_string_equal(v, "a");
+	/* "--" ends the options and is passed over: what follows is the program's. */
+	assert_int_equal(mafl_opt_next(&a, &v), MAFL_OPT_END);
+	assert_int_equal(a.i, 7);
+	assert_int_equal(mafl_opt_next(&a, &v), MAFL_OPT_END);
+
+	/* A flag takes no value; a value that looks like an option is still the value. */
+	mafl_opt_init(&a, &mafl_commands[MAFL_COMMAND_RELAY], 4, relay_argv);
+	assert_int_equal(mafl_opt_next(&a, &v), MAFL_O_VALUE_STDIN);
+	assert_null(v);
+	assert_int_equal(mafl_opt_next(&a, &v), MAFL_O_NEXT);
+	assert_string_equal(v, "-1");
+	assert_int_equal(mafl_opt_next(&a, &v), MAFL_OPT_END);
+
+	/* A command with operands: they begin at the first word that is not an option, '-'
+	 * included. */
+	mafl_opt_init(&a, &mafl_commands[MAFL_COMMAND_INIT], 5, init_argv);
+	assert_int_equal(mafl_opt_next(&a, &v), MAFL_O_GRACE);
+	assert_int_equal(mafl_opt_next(&a, &v), MAFL_OPT_END);
+	assert_int_equal(a.i, 3);
+}
+
+/* Options are options only as sleep's sole argument: any other word is an interval. */
+static void test_opt_next_alone(void **state)
+{
+	char *one[] = {"sleep", "--version", NULL};
+	char *two[] = {"sleep", "--version", "1", NULL};
+	char *minus[] = {"sleep", "-1", NULL};
+	struct mafl_args a;
+	const char *v;
+
+	(void)state;
+	mafl_opt_init(&a, &mafl_commands[MAFL_COMMAND_SLEEP], 2, one);
+	assert_int_equal(mafl_opt_next(&a, &v), MAFL_O_VERSION);
+	mafl_opt_init(&a, &mafl_commands[MAFL_COMMAND_SLEEP], 3, two);
+	assert_int_equal(mafl_opt_next(&a, &v), MAFL_OPT_END);
+	assert_int_equal(a.i, 1);
+	mafl_opt_init(&a, &mafl_commands[MAFL_COMMAND_SLEEP], 2, minus);
+	assert_int_equal(mafl_opt_next(&a, &v), MAFL_OPT_END);
+	assert_int_equal(a.i, 1);
+}
+
+/* Every command's help is as wide as an 80-column terminal at most, and lists every option
+ * of its table. */
+static void test_opt_help(void **state)
+{
+	const struct mafl_command *c;
+
+	(void)state;
+	for (c = mafl_commands; c->name; c++) {
+		const struct mafl_opt *o;
+		char *text = NULL, *line;
+		size_t size = 0;
+		FILE *f = open_memstream(&text, &size);
+
+		assert_non_null(f);
+		mafl_opt_help_print(f, c);
+		assert_int_equal(fclose(f), 0);
+		for (line = text; *line; line = strchr(line, '\n') + 1)
+			assert_true(strchr(line, '\n') - line <= 79);
+		for (o = c->opts; o->name; o++)
+			assert_non_null(strstr(text, o->name));
+		assert_non_null(strstr(text, "\n  --help "));
+		free(text);
+	}
+}
+
+/* ----------------------------------------------------------------------------------------- */
+/* mafl_str_copy */
 
 static void test_str_copy(void **state)
 {
@@ -949,21 +1070,21 @@ static void test_str_copy(void **state)
 
 	(void)state;
 	memset(buf, 'z', sizeof(buf));
-	str_copy(buf, sizeof(buf), "abc");
+	mafl_str_copy(buf, sizeof(buf), "abc");
 	assert_string_equal(buf, "abc");
 	assert_int_equal(buf[4], 'z'); /* nothing written past the terminator */
-	str_copy(buf, sizeof(buf), "");
+	mafl_str_copy(buf, sizeof(buf), "");
 	assert_string_equal(buf, "");
-	str_copy(buf, sizeof(buf), "1234567");
+	mafl_str_copy(buf, sizeof(buf), "1234567");
 	assert_string_equal(buf, "1234567");
-	str_copy(buf, sizeof(buf), "123456789abc");
+	mafl_str_copy(buf, sizeof(buf), "123456789abc");
 	assert_string_equal(buf, "1234567");
-	str_copy(buf, 4, "hello");
+	mafl_str_copy(buf, 4, "hello");
 	assert_string_equal(buf, "hel");
-	str_copy(buf, 1, "hello");
+	mafl_str_copy(buf, 1, "hello");
 	assert_string_equal(buf, "");
 	memset(buf, 'z', sizeof(buf));
-	str_copy(buf, 0, "hello"); /* no room at all: untouched */
+	mafl_str_copy(buf, 0, "hello"); /* no room at all: untouched */
 	assert_int_equal(buf[0], 'z');
 	/* Truncation in a struct field, as the launcher uses it. */
 	{
@@ -973,7 +1094,7 @@ static void test_str_copy(void **state)
 		} s;
 
 		memset(&s, 'g', sizeof(s));
-		str_copy(s.name, sizeof(s.name), "overlong");
+		mafl_str_copy(s.name, sizeof(s.name), "overlong");
 		assert_string_equal(s.name, "ove");
 		assert_memory_equal(s.guard, "gggg", 4);
 	}
@@ -1037,6 +1158,10 @@ int main(void)
 		cmocka_unit_test(test_parse_seconds_ms),
 		cmocka_unit_test(test_parse_u64),
 		cmocka_unit_test(test_parse_u64_small_max),
+		cmocka_unit_test(test_opt_match),
+		cmocka_unit_test(test_opt_next),
+		cmocka_unit_test(test_opt_next_alone),
+		cmocka_unit_test(test_opt_help),
 		cmocka_unit_test(test_str_copy),
 		cmocka_unit_test(test_arena_zeroed_distinct_then_calloc),
 		/* Last: under -fno-sanitize-recover its overflow ends the program. */
