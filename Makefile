@@ -388,4 +388,3 @@ clean:
 -include tests/fuzz/fuzz.mk
 -include tests/demo/demo.mk
 -include images/images.mk
--include guest/docs.mk

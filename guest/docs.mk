@@ -6,19 +6,21 @@
 #   man -l $(BUILD)/man/maf-launch.1
 .PHONY: guest-docs guest-docs-clean
 
+all: guest-docs
+
 DOCGEN_SRC := guest/gen/docgen.c guest/commands.c
 
-$(BUILD)/gen/docgen: $(DOCGEN_SRC) guest/opt.h guest/commands.h guest/contain.h guest/channel.h \
+$(BUILD)/gen/maf-launch-docgen: $(DOCGEN_SRC) guest/opt.h guest/commands.h guest/contain.h guest/channel.h \
 	shared/protocol.h $(BUILD)/gen/version.h $(TP_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(COMMON) $(WARN) -O2 -Iguest -DMAFL_DOCGEN -o $@ $(DOCGEN_SRC)
 
-$(BUILD)/man/maf-launch.1: $(BUILD)/gen/docgen
+$(BUILD)/man/maf-launch.1: $(BUILD)/gen/maf-launch-docgen
 	@mkdir -p $(dir $@)
 	$< man > $@.tmp
 	mv $@.tmp $@
 
-$(BUILD)/completions/maf-launch.bash: $(BUILD)/gen/docgen
+$(BUILD)/completions/maf-launch.bash: $(BUILD)/gen/maf-launch-docgen
 	@mkdir -p $(dir $@)
 	$< bash > $@.tmp
 	mv $@.tmp $@
@@ -30,4 +32,4 @@ integration: guest-docs
 
 clean: guest-docs-clean
 guest-docs-clean:
-	rm -rf $(BUILD)/man $(BUILD)/completions
+	rm -f $(BUILD)/man/maf-launch.1 $(BUILD)/completions/maf-launch.bash

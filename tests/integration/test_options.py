@@ -2,7 +2,7 @@
 bash completion, all made from them, name every option of the table; the one parser takes
 exactly the table's options, and refuses any other as a usage error that names it.
 
-The table is read from the build's generator (build/gen/docgen table), which is compiled
+The table is read from the build's generator (build/gen/maf-launch-docgen table), which is compiled
 from the same source as the launcher; make integration builds the man page and the
 completion first (guest/docs.mk)."""
 import json
@@ -14,7 +14,7 @@ import pytest
 
 from conftest import BUILD_TREE, LAUNCHER, launch, wait_exit
 
-DOCGEN = BUILD_TREE / "gen" / "docgen"
+DOCGEN = BUILD_TREE / "gen" / "maf-launch-docgen"
 MAN_PAGE = BUILD_TREE / "man" / "maf-launch.1"
 COMPLETION = BUILD_TREE / "completions" / "maf-launch.bash"
 UNKNOWN = "--zz-not-an-option"
