@@ -216,8 +216,11 @@ shim-check: $(BUILD)/maf-host
 	$(PYTHON) -c '$(SHIM_CHECK_PY)' $$tmp; \
 	echo "shim-check: host/src/shim/maf_host_tools.py and the shim of add, two-words and class compile"
 
+# Under make asan the interpreter gets the sanitizer's runtime preloaded, as for make python:
+# a test that loads the library in-process (test_relay_argv's Python host) needs it first.
 integration: all $(PROBE_BIN)
-	MAF_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -p no:cacheprovider tests/integration
+	MAF_BUILD=$(abspath $(BUILD)) $(if $(SAN),LD_PRELOAD=$$($(CC) -print-file-name=libasan.so)) \
+		$(PYTHON) -m pytest -q -p no:cacheprovider tests/integration
 
 # Hostile programs, one per attack on what the README promises to contain, run through
 # maf-host on the local backend as root (tests/hostile). Its own pytest run: its conftest is
@@ -305,7 +308,8 @@ test: setup
 # (maf-launch call included): it would abort those processes, not find leaks.
 ASAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 ASAN_MAKE = BUILD=build/asan SAN="$(ASAN_FLAGS)" GUEST_CC="$(CC)" \
-	GUEST_CFLAGS="$(COMMON) $(WARN) -O1 -g -Iguest $(ASAN_FLAGS)" \
+	GUEST_CFLAGS="$(subst -I$(BUILD)/gen,-Ibuild/asan/gen,$(COMMON)) $(WARN) -O1 -g -Iguest \
+		$(ASAN_FLAGS)" \
 	GUEST_LDFLAGS="$(ASAN_FLAGS)" GUEST_LIBS=-lseccomp
 asan: setup deps
 	$(MAKE) $(ASAN_MAKE) all unit

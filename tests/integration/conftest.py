@@ -11,6 +11,10 @@ from pathlib import Path
 
 import pytest
 
+# make asan preloads the sanitizer's runtime into this interpreter (for a test that loads the
+# library in-process); the programs the tests start are not to get it.
+os.environ.pop("LD_PRELOAD", None)
+
 BUILD_TREE = Path(os.environ.get("MAF_BUILD", Path(__file__).resolve().parents[2] / "build"))
 HOST_TOOLS = "host_tools"
 
