@@ -337,29 +337,6 @@ void mafh_docker_options_init(struct mafh_docker_options *opts)
 	opts->size = sizeof(*opts);
 }
 
-/* The engine's socket: the option, else DOCKER_HOST's unix:// path, else the default. */
-static int socket_of(const struct mafh_docker_options *o, const char **out,
-		     struct mafh_error *err)
-{
-	const char *env = getenv("DOCKER_HOST");
-
-	if (o->socket_path) {
-		*out = o->socket_path;
-	} else if (env && *env) {
-		if (strncmp(env, "unix://", 7) != 0 || env[7] != '/')
-			return mafh__error_set(err, MAFH_EINVAL, "DOCKER_HOST is '%s': the Docker "
-					       "backend reaches the engine through a unix socket "
-					       "only (unix:///PATH)", env);
-		*out = env + 7;
-	} else {
-		*out = MAFH_DOCKER_SOCKET;
-	}
-	if ((*out)[0] != '/')
-		return mafh__error_set(err, MAFH_EINVAL, "the Docker engine's socket '%s' is not "
-				       "an absolute path", *out);
-	return 0;
-}
-
 /* Asks the engine about the container: its full id, and whether it runs. */
 static int inspect_container(struct docker *d, struct mafh_error *err)
 {
@@ -405,7 +382,7 @@ int mafh_backend_docker_new(const char *container, const char *launcher_path,
 			    struct mafh_error *err)
 {
 	struct mafh_docker_options o;
-	const char *socket = NULL;
+	struct docker_endpoint ep;
 	struct docker *d;
 	int rc;
 
@@ -421,20 +398,23 @@ int mafh_backend_docker_new(const char *container, const char *launcher_path,
 	if (!container || !*container || strlen(container) > 256)
 		return mafh__error_set(err, MAFH_EINVAL, "the Docker backend needs a container's "
 				       "name or id (at most 256 bytes)");
-	if ((rc = socket_of(&o, &socket, err)) < 0)
+	if ((rc = mafh__docker_endpoint_resolve(&o, &ep, err)) < 0)
 		return rc;
 	d = calloc(1, sizeof(*d));
-	if (!d)
+	if (!d) {
+		mafh__docker_endpoint_clear(&ep);
 		return mafh__error_set(err, MAFH_ENOMEM, "out of memory");
+	}
 	d->request_timeout_ms = o.request_timeout_ms > 0 ? o.request_timeout_ms
 						       : REQUEST_TIMEOUT_MS;
 	d->name = strdup(container);
 	d->launcher = strdup(launcher_path ? launcher_path : MAFH_DOCKER_LAUNCHER);
 	if (!d->name || !d->launcher) {
+		mafh__docker_endpoint_clear(&ep);
 		docker_destroy(d);
 		return mafh__error_set(err, MAFH_ENOMEM, "out of memory");
 	}
-	rc = mafh__docker_http_new(socket, &d->http, err);
+	rc = mafh__docker_http_new(&ep, &d->http, err);
 	if (rc == 0)
 		rc = inspect_container(d, err);
 	if (rc < 0) {

@@ -4,7 +4,10 @@
  *                   state machines over engine requests
  *   docker_files.c  write_file, read_file, stat and mkdtemp
  *   docker_op.h     what those three share: the context and an op's task
- *   docker_http.c   requests to the engine over its unix socket (libcurl's multi interface)
+ *   docker_endpoint.c where the engine is: a unix socket, TCP with TLS or without, ssh, as
+ *                   the docker CLI finds it (DOCKER_HOST, its TLS variables, contexts)
+ *   docker_ssh.c    the ssh processes a connection over ssh is
+ *   docker_http.c   requests to the engine (libcurl's multi interface)
  *   docker_hijack.c an exec's stdio on a connection the engine hands over, and the stream
  *                   ops over it
  *   docker_tar.c    the archives the engine takes and gives (libarchive)
@@ -124,20 +127,80 @@ int mafh__docker_tar_one(const char *name, int dir, unsigned mode, const void *d
 int mafh__docker_tar_first(const char *tar, size_t len, int truncated, size_t cap,
 			   struct mafh_read_result *res, struct mafh_error *err);
 
+/* ---- docker_endpoint.c ---------------------------------------------------------------- */
+
+/* How the engine is reached. */
+enum docker_via {
+	DOCKER_VIA_UNIX,           /* its unix socket */
+	DOCKER_VIA_TCP,            /* TCP, with TLS or without */
+	DOCKER_VIA_SSH,            /* ssh HOST docker system dial-stdio, one process a connection */
+};
+
+/* Where the engine is, all malloc'd (mafh__docker_endpoint_clear frees them). */
+struct docker_endpoint {
+	enum docker_via via;
+	char *where;               /* for sentences: the socket's path, tcp://HOST:PORT, ssh://... */
+	char *socket;              /* UNIX: the socket's path */
+	char *base;                /* the URLs' scheme and authority: http://docker, https://H:P */
+	int tls;                   /* TCP: TLS */
+	int verify;                /* TLS: the engine's certificate verified (and its name) */
+	char *ca, *cert, *key;     /* TLS: the files (PEM), each NULL when there is none */
+	char **ssh_argv;           /* SSH: the command, NULL-terminated */
+};
+
+/* Parses a DOCKER_HOST-style url (unix:///PATH, tcp://[HOST][:PORT], ssh://[USER@]HOST[:PORT]
+ * [/SOCKET]) into *ep, TLS on for tcp:// when tls says so (its files are not looked for).
+ * 0, or MAFH_EINVAL with a sentence naming what is wrong, or MAFH_ENOMEM. Pure. */
+int mafh__docker_host_parse(const char *url, int tls, struct docker_endpoint *ep,
+			    struct mafh_error *err);
+/* A docker context's meta.json, json[0..len): 1 when it is not the context name's, 0 when it
+ * is (*host its engine's host, malloc'd, or NULL when it names none; *skip_verify its
+ * SkipTLSVerify), -1 when it cannot be read as one. Pure. */
+int mafh__docker_context_parse(const char *json, size_t len, const char *name, char **host,
+			       int *skip_verify);
+/* Where the engine is, as the docker CLI finds it: o's socket_path, o's host, o's context,
+ * DOCKER_HOST (with DOCKER_TLS_VERIFY, DOCKER_TLS and DOCKER_CERT_PATH), DOCKER_CONTEXT or
+ * the configuration's currentContext (DOCKER_CONFIG, else ~/.docker), else the default
+ * socket. 0, or a negative errno with one sentence in err. */
+int mafh__docker_endpoint_resolve(const struct mafh_docker_options *o,
+				  struct docker_endpoint *ep, struct mafh_error *err);
+void mafh__docker_endpoint_clear(struct docker_endpoint *ep);
+
+/* ---- docker_ssh.c --------------------------------------------------------------------- */
+
+/* The ssh processes of an engine reached over ssh, one a connection. */
+struct docker_ssh;
+int mafh__docker_ssh_new(struct docker_ssh **out);
+/* Starts argv (looked up in PATH) with its stdin and stdout one end of a socketpair: the
+ * other end in *fd, a connected stream socket. 0, or -errno with a sentence. */
+int mafh__docker_ssh_open(struct docker_ssh *s, char *const argv[], int *fd,
+			  struct mafh_error *err);
+/* Closes fd, a connection mafh__docker_ssh_open made; its process is reaped once it ends. */
+void mafh__docker_ssh_closed(struct docker_ssh *s, int fd);
+/* The last line of what the process of connection fd wrote on its stderr (control bytes as
+ * '?'), in buf: its length, 0 when there is none. */
+size_t mafh__docker_ssh_stderr(struct docker_ssh *s, int fd, char *buf, size_t size);
+/* Closes every connection, ends and reaps every process (SIGTERM, SIGKILL after 3 s). */
+void mafh__docker_ssh_free(struct docker_ssh *s);
+
 /* ---- docker_http.c -------------------------------------------------------------------- */
 
 struct docker_http;
 
-/* The engine's socket: path is copied. 0 and *out, or MAFH_ENOMEM, or MAFH_EIO when libcurl
- * cannot be set up (a sentence in err). Safe to use from several threads at once. */
-int mafh__docker_http_new(const char *socket_path, struct docker_http **out,
+/* Requests to the engine at *ep, which is taken (cleared here, even on failure). 0 and
+ * *out, or MAFH_ENOMEM, or MAFH_EIO when libcurl cannot be set up (a sentence in err). Safe
+ * to use from several threads at once. */
+int mafh__docker_http_new(struct docker_endpoint *ep, struct docker_http **out,
 			  struct mafh_error *err);
 void mafh__docker_http_free(struct docker_http *h);
 /* Requests made so far, failed ones included. */
 int64_t mafh__docker_http_requests(const struct docker_http *h);
 /* Counts a request made on a connection of its own (a stream's start). */
 void mafh__docker_http_count(struct docker_http *h);
+/* Where the engine is, for sentences: the socket's path, tcp://HOST:PORT or the ssh URL. */
 const char *mafh__docker_http_socket(const struct docker_http *h);
+/* The endpoint h reaches (borrowed). */
+const struct docker_endpoint *mafh__docker_http_endpoint(const struct docker_http *h);
 
 /* One request. target is the path and query after the API version, already escaped. The
  * body of a 2xx answer goes to sink when given (which returns 0, or -1 to stop the transfer:
@@ -157,6 +220,10 @@ struct docker_request {
 	int (*headers_done)(void *ud, long status, const char *path_stat, size_t path_stat_len);
 	void *ud;
 	size_t reply_cap;
+	/* Only the connection (and its TLS) is made: the request's method, target and body are
+	 * not sent, and the connection is x's, for mafh__docker_xfer_send and _recv, until x is
+	 * freed (then it is closed, never reused). */
+	int connect_only;
 };
 
 struct docker_reply {
@@ -192,6 +259,13 @@ int mafh__docker_xfer_want(const struct docker_xfer *x, struct mafh_pollfd *fds,
 int mafh__docker_xfer_step(struct docker_xfer *x, int64_t now_ms, struct mafh_error *err);
 /* Frees x; a transfer still under way is dropped with its connection. NULL is a no-op. */
 void mafh__docker_xfer_free(struct docker_xfer *x);
+/* Over a connect_only request's connection, once it is over with 0: up to n bytes into buf,
+ * their count, 0 at its end, -EAGAIN when none is there now, or a negative errno. */
+long mafh__docker_xfer_recv(struct docker_xfer *x, void *buf, size_t n);
+/* What the connection takes now of buf[0..n): the count, -EAGAIN when none, or -errno. */
+long mafh__docker_xfer_send(struct docker_xfer *x, const void *buf, size_t n);
+/* The connection's descriptor, to poll (-1 when there is none). */
+int mafh__docker_xfer_fd(const struct docker_xfer *x);
 /* A request performed to its end, blocking in poll(2): as mafh__docker_xfer_step's end. */
 int mafh__docker_http_do(struct docker_http *h, const struct docker_request *req,
 			 struct docker_reply *reply, struct mafh_error *err);
@@ -205,11 +279,12 @@ char *mafh__docker_escape(const char *s);
 /* A connection the engine hands over to an exec's stdio (see docker_hijack.c), opened and
  * used without blocking. */
 struct docker_hijack;
-/* Starts opening a connection to socket_path and POSTing body to target (after the API
- * version: "/exec/ID/start") on it, asked to be handed over. The exec's frames (any that
- * come with the answer's head, and all after) go to sink(ud, ...). name is the command, for
- * sentences. 0 and *out, or a negative code with a sentence. The caller frees *out. */
-int mafh__docker_hijack_start(const char *socket_path, const char *target, const char *body,
+/* Starts opening a connection of its own to http's engine and POSTing body to target (after
+ * the API version: "/exec/ID/start") on it, asked to be handed over. The exec's frames (any
+ * that come with the answer's head, and all after) go to sink(ud, ...). name is the command,
+ * for sentences. 0 and *out, or a negative code with a sentence. The caller frees *out;
+ * http outlives it. */
+int mafh__docker_hijack_start(struct docker_http *http, const char *target, const char *body,
 			      const char *name, int64_t now_ms, docker_sink_fn sink, void *ud,
 			      struct docker_hijack **out, struct mafh_error *err);
 /* The opening taken further: 1 while it goes on, 0 once the engine has said 101 (or 200),
@@ -222,6 +297,10 @@ int mafh__docker_hijack_opening_want(const struct docker_hijack *h, struct mafh_
 				     int64_t *until_ms);
 /* The connection's descriptor, for a caller's want (never read, written or closed there). */
 int mafh__docker_hijack_fd(const struct docker_hijack *h);
+/* Once open: what to wait on for events (POLLIN, POLLOUT) in *fd, 1; *until_ms is made 0
+ * when bytes already taken from the connection wait to be read (and left as it is else). */
+int mafh__docker_hijack_want(const struct docker_hijack *h, short events,
+			     struct mafh_pollfd *fd, int64_t *until_ms);
 /* Once open: reads what the connection holds now, at most about budget bytes, into the
  * sink. 1 when bytes came, 0 when none is there now, MAFH_EPIPE once the engine has ended
  * the connection (and from then on), MAFH_EPROTO for bytes not framed as an exec's output,

@@ -142,7 +142,7 @@ static int attach(struct docker_task *t, int64_t now, docker_sink_fn sink, void 
 
 	snprintf(target, sizeof(target), "/exec/%s/start", t->eid);
 	mafh__docker_http_count(t->d->http);
-	rc = mafh__docker_hijack_start(mafh__docker_http_socket(t->d->http), target, start_body,
+	rc = mafh__docker_hijack_start(t->d->http, target, start_body,
 				       t->op->argv[0], now, sink, ud, &t->conn, err);
 	if (rc < 0)
 		return rc;
@@ -256,9 +256,8 @@ int mafh__docker_exec_want(const struct docker_task *t, struct mafh_pollfd *fds,
 		return mafh__docker_hijack_opening_want(t->conn, &fds[0], until);
 	case EX_FEED:
 	case EX_DRAIN:
-		fds[0].fd = mafh__docker_hijack_fd(t->conn);
-		fds[0].events = t->step == EX_FEED ? POLLIN | POLLOUT : POLLIN;
-		return 1;
+		return mafh__docker_hijack_want(t->conn, t->step == EX_FEED ? POLLIN | POLLOUT
+						: POLLIN, &fds[0], until);
 	default:  /* EX_PAUSE */
 		*until = t->wake_at;
 		return 0;

@@ -2,15 +2,16 @@
  * over to the exec's stdio (an HTTP upgrade, "hijacking"), so that what is written on the
  * connection reaches the command's stdin and its stdout and stderr come back framed as an
  * exec's output always is. libcurl can take over a connection after an upgrade only for
- * WebSocket, so this one request is written here, on a unix socket of its own, and its
- * answer's head parsed by mafh__docker_upgrade_head (docker_parse.c, fuzzed). Everything
- * else goes through libcurl (docker_http.c).
+ * WebSocket, so this one request is written here, and its answer's head parsed by
+ * mafh__docker_upgrade_head (docker_parse.c, fuzzed). Everything else goes through libcurl
+ * (docker_http.c).
  *
  * Nothing here blocks: the connection is opened (a non-blocking connect, the request sent,
  * the answer's head read) and then used by steps that do what the socket allows now, and
- * say what they wait on. Its bytes cross in conn_recv and conn_send alone, so that another
- * channel (TLS through libcurl's CONNECT_ONLY and curl_easy_recv/send, say) can be put
- * under the rest. */
+ * say what they wait on. Its bytes cross in conn_recv and conn_send alone, over one of two
+ * channels: a unix socket of its own, or, for an engine over TCP (with TLS or without) or
+ * ssh, a connection libcurl makes and hands over (a CONNECT_ONLY request of docker_http.c,
+ * then curl_easy_recv and curl_easy_send). */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -48,7 +49,15 @@ enum opening {
 };
 
 struct docker_hijack {
-	int fd;
+	int fd;                    /* the unix socket's, or -1 over libcurl's connection */
+	struct docker_http *http;
+	struct docker_xfer *x;     /* over libcurl: the connection's request */
+	struct docker_request creq;
+	struct docker_reply crep;
+	/* Over libcurl, what one curl_easy_recv gave past what was asked: whole TLS records are
+	 * taken (CHUNK holds the largest), so none is left half-read where no poll sees it. */
+	char *cbuf;
+	size_t coff, clen;
 	enum opening st;
 	int64_t deadline;          /* of the opening */
 	int64_t retry_at;          /* HJ_CONNECT: when to try again, 0 at once */
@@ -72,6 +81,22 @@ struct docker_hijack {
  * there now, or -errno. */
 static long conn_recv(struct docker_hijack *h, void *buf, size_t n)
 {
+	if (h->x) {
+		size_t k;
+
+		if (h->coff == h->clen) {
+			long r = mafh__docker_xfer_recv(h->x, h->cbuf, CHUNK);
+
+			if (r <= 0)
+				return r;
+			h->coff = 0;
+			h->clen = (size_t)r;
+		}
+		k = h->clen - h->coff < n ? h->clen - h->coff : n;
+		memcpy(buf, h->cbuf + h->coff, k);
+		h->coff += k;
+		return (long)k;
+	}
 	for (;;) {
 		ssize_t r = recv(h->fd, buf, n, 0);
 
@@ -85,6 +110,8 @@ static long conn_recv(struct docker_hijack *h, void *buf, size_t n)
 /* What the connection takes now of buf[0..n): the count, -EAGAIN when none, or -errno. */
 static long conn_send(struct docker_hijack *h, const void *buf, size_t n)
 {
+	if (h->x)
+		return mafh__docker_xfer_send(h->x, buf, n);
 	for (;;) {
 		ssize_t r = send(h->fd, buf, n, MSG_NOSIGNAL);
 
@@ -97,29 +124,30 @@ static long conn_send(struct docker_hijack *h, const void *buf, size_t n)
 
 /* ---- the opening ---------------------------------------------------------------------- */
 
-int mafh__docker_hijack_start(const char *socket_path, const char *target, const char *body,
+int mafh__docker_hijack_start(struct docker_http *http, const char *target, const char *body,
 			      const char *name, int64_t now_ms, docker_sink_fn sink, void *ud,
 			      struct docker_hijack **out, struct mafh_error *err)
 {
+	const struct docker_endpoint *ep = mafh__docker_http_endpoint(http);
+	const char *socket_path = ep->via == DOCKER_VIA_UNIX ? ep->socket : ep->where;
 	struct docker_hijack *h;
 	int n;
 
 	*out = NULL;
-	if (strlen(socket_path) >= sizeof(h->sa.sun_path))
+	if (ep->via == DOCKER_VIA_UNIX && strlen(socket_path) >= sizeof(h->sa.sun_path))
 		return mafh__error_set(err, MAFH_EINVAL, "the Docker engine's socket path is too "
 				       "long: %s", socket_path);
 	h = calloc(1, sizeof(*h));
 	if (!h)
 		return mafh__error_set(err, MAFH_ENOMEM, "out of memory");
 	h->fd = -1;
+	h->http = http;
 	h->sink = sink;
 	h->ud = ud;
 	h->deadline = now_ms + OPEN_MS;
 	snprintf(h->name, sizeof(h->name), "%s", name);
 	snprintf(h->socket, sizeof(h->socket), "%s", socket_path);
 	mafh__docker_demux_init(&h->demux);
-	h->sa.sun_family = AF_UNIX;
-	memcpy(h->sa.sun_path, socket_path, strlen(socket_path) + 1);
 	n = asprintf(&h->req, "POST " DOCKER_API "%s HTTP/1.1\r\nHost: docker\r\n"
 		     "Content-Type: application/json\r\nContent-Length: %zu\r\n"
 		     "Connection: Upgrade\r\nUpgrade: tcp\r\n\r\n%s", target, strlen(body), body);
@@ -128,6 +156,25 @@ int mafh__docker_hijack_start(const char *socket_path, const char *target, const
 		return mafh__error_set(err, MAFH_ENOMEM, "out of memory");
 	}
 	h->req_len = (size_t)n;
+	if (ep->via != DOCKER_VIA_UNIX) {
+		int rc;
+
+		h->creq = (struct docker_request){.method = "GET", .target = "/_ping",
+						  .timeout_ms = OPEN_MS, .connect_only = 1};
+		if (!(h->cbuf = malloc(CHUNK))) {
+			mafh__docker_hijack_free(h);
+			return mafh__error_set(err, MAFH_ENOMEM, "out of memory");
+		}
+		rc = mafh__docker_xfer_start(http, &h->creq, &h->crep, now_ms, &h->x, err);
+		if (rc < 0) {
+			mafh__docker_hijack_free(h);
+			return rc;
+		}
+		*out = h;
+		return 0;
+	}
+	h->sa.sun_family = AF_UNIX;
+	memcpy(h->sa.sun_path, socket_path, strlen(socket_path) + 1);
 	h->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (h->fd < 0) {
 		int e = errno;
@@ -166,6 +213,18 @@ static int connect_step(struct docker_hijack *h, int64_t now, struct mafh_error 
 	int e = 0;
 	socklen_t len = sizeof(e);
 
+	if (h->x) {
+		int rc = mafh__docker_xfer_step(h->x, now, err);
+
+		if (rc != 0)
+			return rc;
+		if (h->crep.timed_out)
+			return mafh__error_set(err, MAFH_ETIMEDOUT, "cannot reach the Docker engine "
+					       "at %s: %s", h->socket, strerror(ETIMEDOUT));
+		return mafh__docker_xfer_fd(h->x) < 0
+		       ? mafh__error_set(err, MAFH_EIO, "cannot reach the Docker engine at %s: "
+					 "the connection was not kept", h->socket) : 0;
+	}
 	if (h->connecting) {
 		struct pollfd pf = {.fd = h->fd, .events = POLLOUT};
 
@@ -273,6 +332,18 @@ int mafh__docker_hijack_opening_want(const struct docker_hijack *h, struct mafh_
 				     int64_t *until_ms)
 {
 	*until_ms = h->deadline;
+	if (h->x && h->st == HJ_CONNECT) {
+		int64_t at;
+		int n = mafh__docker_xfer_want(h->x, fd, &at);
+
+		if (at < *until_ms)
+			*until_ms = at;
+		return n;
+	}
+	if (h->x && h->coff < h->clen) {
+		*until_ms = 0;
+		return 0;
+	}
 	/* Before a connect tried again, the socket is watched for nothing: unconnected, it
 	 * would be reported hung up at once. */
 	if (h->st == HJ_CONNECT && !h->connecting) {
@@ -280,14 +351,25 @@ int mafh__docker_hijack_opening_want(const struct docker_hijack *h, struct mafh_
 			*until_ms = h->retry_at;
 		return 0;
 	}
-	fd->fd = h->fd;
+	fd->fd = mafh__docker_hijack_fd(h);
 	fd->events = h->st == HJ_HEAD ? POLLIN : POLLOUT;
 	return 1;
 }
 
 int mafh__docker_hijack_fd(const struct docker_hijack *h)
 {
-	return h->fd;
+	return h->x ? mafh__docker_xfer_fd(h->x) : h->fd;
+}
+
+int mafh__docker_hijack_want(const struct docker_hijack *h, short events,
+			     struct mafh_pollfd *fd, int64_t *until_ms)
+{
+	/* Bytes already taken from the connection are there now, whatever a poll says. */
+	if (h->x && h->coff < h->clen && (events & POLLIN))
+		*until_ms = 0;
+	fd->fd = mafh__docker_hijack_fd(h);
+	fd->events = events;
+	return 1;
 }
 
 /* ---- once open ------------------------------------------------------------------------ */
@@ -336,7 +418,12 @@ long mafh__docker_hijack_push(struct docker_hijack *h, const void *data, size_t 
 
 void mafh__docker_hijack_shut_write(struct docker_hijack *h)
 {
-	shutdown(h->fd, SHUT_WR);
+	int fd = mafh__docker_hijack_fd(h);
+
+	/* Over TLS too: the engine's reader sees the end of its stdin at a record's boundary,
+	 * and what it writes back still comes. */
+	if (fd >= 0)
+		shutdown(fd, SHUT_WR);
 }
 
 int mafh__docker_hijack_whole(const struct docker_hijack *h)
@@ -350,6 +437,9 @@ void mafh__docker_hijack_free(struct docker_hijack *h)
 		return;
 	if (h->fd >= 0)
 		close(h->fd);
+	mafh__docker_xfer_free(h->x);
+	mafh__docker_reply_clear(&h->crep);
+	free(h->cbuf);
 	free(h->req);
 	free(h);
 }
@@ -600,7 +690,6 @@ int mafh__docker_stdio_op_want(const struct docker_stdio_op *o, struct mafh_poll
 	*until_ms = o->until;
 	if (!o->s->conn)
 		return 0;
-	fd->fd = mafh__docker_hijack_fd(o->s->conn);
-	fd->events = o->op->kind == MAFH_OP_STREAM_WRITE ? POLLIN | POLLOUT : POLLIN;
-	return 1;
+	return mafh__docker_hijack_want(o->s->conn, o->op->kind == MAFH_OP_STREAM_WRITE
+					? POLLIN | POLLOUT : POLLIN, fd, until_ms);
 }

@@ -1,5 +1,7 @@
-/* The Docker backend's requests: HTTP/1.1 to the engine over its unix socket, through
- * libcurl's multi interface, without blocking. Each request under way (struct docker_xfer)
+/* The Docker backend's requests: HTTP/1.1 to the engine over its unix socket, over TCP
+ * (with TLS: libcurl's, on OpenSSL) or over ssh (a socketpair to `ssh HOST docker system
+ * dial-stdio`, docker_ssh.c, handed to libcurl as a connected socket), through libcurl's
+ * multi interface, without blocking. Each request under way (struct docker_xfer)
  * has a multi handle of its own, so that what it waits on (its socket, its timer) is its
  * task's alone and a transfer that ends is seen by the task that made it: libcurl's timer
  * is multi-wide, and a transfer another task's call finished would be reported to no one.
@@ -40,7 +42,8 @@ struct slot {
 };
 
 struct docker_http {
-	char *socket;
+	struct docker_endpoint ep;
+	struct docker_ssh *ssh;    /* SSH: the connections' processes */
 	atomic_int_fast64_t requests;
 	pthread_mutex_t lock;      /* the pool */
 	struct slot *idle;
@@ -70,24 +73,31 @@ struct docker_xfer {
 	int64_t timer_at;          /* libcurl's timer on that clock; INT64_MAX: none */
 	int done;
 	CURLcode result;
+	curl_socket_t ssh_fd;      /* SSH: the connection's socket, once made; else -1 */
+	char ssh_why[256];         /* SSH: why ssh could not be started */
 	char errbuf[CURL_ERROR_SIZE];
 };
 
-int mafh__docker_http_new(const char *socket_path, struct docker_http **out,
+int mafh__docker_http_new(struct docker_endpoint *ep, struct docker_http **out,
 			  struct mafh_error *err)
 {
 	struct docker_http *h;
 
 	*out = NULL;
 	/* libcurl counts its initialisations: each backend takes one and gives it back. */
-	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		mafh__docker_endpoint_clear(ep);
 		return mafh__error_set(err, MAFH_EIO, "libcurl cannot be initialised");
+	}
 	h = calloc(1, sizeof(*h));
-	if (!h || !(h->socket = strdup(socket_path))) {
+	if (!h || (ep->via == DOCKER_VIA_SSH && mafh__docker_ssh_new(&h->ssh) < 0)) {
 		free(h);
+		mafh__docker_endpoint_clear(ep);
 		curl_global_cleanup();
 		return mafh__error_set(err, MAFH_ENOMEM, "out of memory setting up libcurl");
 	}
+	h->ep = *ep;
+	memset(ep, 0, sizeof(*ep));
 	atomic_init(&h->requests, 0);
 	pthread_mutex_init(&h->lock, NULL);
 	*out = h;
@@ -114,7 +124,9 @@ void mafh__docker_http_free(struct docker_http *h)
 		slot_free(s);
 	}
 	pthread_mutex_destroy(&h->lock);
-	free(h->socket);
+	/* After the handles: their connections' closes reach the ssh processes. */
+	mafh__docker_ssh_free(h->ssh);
+	mafh__docker_endpoint_clear(&h->ep);
 	free(h);
 	curl_global_cleanup();
 }
@@ -131,7 +143,12 @@ void mafh__docker_http_count(struct docker_http *h)
 
 const char *mafh__docker_http_socket(const struct docker_http *h)
 {
-	return h->socket;
+	return h->ep.where;
+}
+
+const struct docker_endpoint *mafh__docker_http_endpoint(const struct docker_http *h)
+{
+	return &h->ep;
 }
 
 char *mafh__docker_escape(const char *s)
@@ -342,13 +359,62 @@ static int transfer_error(struct docker_xfer *x, struct mafh_error *err)
 {
 	long os_errno = 0;
 	const char *why = x->errbuf[0] ? x->errbuf : curl_easy_strerror(x->result);
-	const char *socket = x->h->socket;
+	const struct docker_endpoint *ep = &x->h->ep;
+	const char *socket = ep->where;
+	char said[512];
 
 	curl_easy_getinfo(x->s->easy, CURLINFO_OS_ERRNO, &os_errno);
+	if (x->ssh_why[0])
+		return mafh__error_set(err, MAFH_EIO, "%s (for %s)", x->ssh_why, socket);
+	/* Over ssh, what ssh (or dial-stdio) said is the reason, whatever libcurl saw. */
+	if (ep->via == DOCKER_VIA_SSH && x->result != CURLE_OUT_OF_MEMORY &&
+	    x->result != CURLE_OPERATION_TIMEDOUT && x->ssh_fd != CURL_SOCKET_BAD &&
+	    mafh__docker_ssh_stderr(x->h->ssh, x->ssh_fd, said, sizeof(said)) > 0)
+		return mafh__error_set(err, MAFH_EIO, "cannot reach the Docker engine at %s: "
+				       "ssh says: %s", socket, said);
 	switch (x->result) {
 	case CURLE_OUT_OF_MEMORY:
 		return mafh__error_set(err, MAFH_ENOMEM, "out of memory talking to the Docker "
 				       "engine");
+	case CURLE_COULDNT_RESOLVE_HOST:
+		return mafh__error_set(err, MAFH_EIO, "cannot reach the Docker engine at %s: its "
+				       "host name does not resolve (%s)", socket, why);
+	case CURLE_PEER_FAILED_VERIFICATION:
+		return mafh__error_set(err, -EACCES, "the Docker engine at %s is not the one "
+				       "its certificate should show: %s (checked against %s)",
+				       socket, why, ep->ca ? ep->ca : "the system's CAs");
+	case CURLE_SSL_CACERT_BADFILE:
+		return mafh__error_set(err, MAFH_EINVAL, "the CA certificate %s for the Docker "
+				       "engine at %s cannot be used: %s", ep->ca ? ep->ca : "",
+				       socket, why);
+	case CURLE_SSL_CERTPROBLEM:
+		return mafh__error_set(err, MAFH_EINVAL, "the client certificate %s or its key %s "
+				       "for the Docker engine at %s cannot be used: %s",
+				       ep->cert ? ep->cert : "(none)", ep->key ? ep->key : "(none)",
+				       socket, why);
+	case CURLE_SSL_CONNECT_ERROR:
+		if (strstr(why, "wrong version number") || strstr(why, "packet length too long"))
+			return mafh__error_set(err, MAFH_EPROTO, "the Docker engine at %s does "
+					       "not speak TLS (unset DOCKER_TLS_VERIFY and DOCKER_TLS "
+					       "for plain TCP): %s", socket, why);
+		/* A server that wants a client certificate it trusts says so in an alert. */
+		if (strstr(why, "alert") || strstr(why, "certificate required"))
+			return mafh__error_set(err, -EACCES, "the Docker engine at %s refused "
+					       "the TLS handshake: it wants a client certificate "
+					       "it trusts (%s): %s", socket,
+					       ep->cert ? ep->cert : "none was sent", why);
+		return mafh__error_set(err, MAFH_EPROTO, "the TLS handshake with the Docker "
+				       "engine at %s failed: %s", socket, why);
+	case CURLE_RECV_ERROR:
+	case CURLE_SEND_ERROR:
+		/* TLS 1.3 sends the refusal of a client's certificate after the handshake. */
+		if (ep->tls && (strstr(why, "alert") || strstr(why, "certificate required")))
+			return mafh__error_set(err, -EACCES, "the Docker engine at %s refused "
+					       "the TLS connection: it wants a client certificate "
+					       "it trusts (%s): %s", socket,
+					       ep->cert ? ep->cert : "none was sent", why);
+		return mafh__error_set(err, MAFH_EIO, "the connection to the Docker engine at %s "
+				       "failed: %s", socket, why);
 	case CURLE_COULDNT_CONNECT:
 		if (os_errno > 0)
 			return mafh__error_set(err, (int)-os_errno, "cannot reach the Docker engine "
@@ -361,6 +427,73 @@ static int transfer_error(struct docker_xfer *x, struct mafh_error *err)
 	}
 }
 
+/* SSH: a connection is a new ssh process's socketpair end, connected already. */
+static curl_socket_t on_open_socket(void *ud, curlsocktype purpose, struct curl_sockaddr *a)
+{
+	struct docker_xfer *x = ud;
+	struct mafh_error e = {0};
+	int fd;
+
+	(void)purpose;
+	(void)a;
+	if (mafh__docker_ssh_open(x->h->ssh, x->h->ep.ssh_argv, &fd, &e) < 0) {
+		snprintf(x->ssh_why, sizeof(x->ssh_why), "%s", e.message);
+		return CURL_SOCKET_BAD;
+	}
+	x->ssh_fd = fd;
+	return fd;
+}
+
+static int on_sockopt(void *ud, curl_socket_t fd, curlsocktype purpose)
+{
+	(void)ud;
+	(void)fd;
+	(void)purpose;
+	return CURL_SOCKOPT_ALREADY_CONNECTED;
+}
+
+/* Called for a connection closed whichever request made it: the http is what it needs. */
+static int on_close_socket(void *ud, curl_socket_t fd)
+{
+	mafh__docker_ssh_closed(((struct docker_http *)ud)->ssh, fd);
+	return 0;
+}
+
+/* How the connection is made, by the endpoint: its socket, TLS's files, or ssh. */
+static int set_channel(struct docker_xfer *x, CURL *e)
+{
+	const struct docker_endpoint *ep = &x->h->ep;
+
+	switch (ep->via) {
+	case DOCKER_VIA_UNIX:
+		return curl_easy_setopt(e, CURLOPT_UNIX_SOCKET_PATH, ep->socket) != CURLE_OK;
+	case DOCKER_VIA_SSH:
+		return curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, on_open_socket) != CURLE_OK ||
+		       curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, x) != CURLE_OK ||
+		       curl_easy_setopt(e, CURLOPT_SOCKOPTFUNCTION, on_sockopt) != CURLE_OK ||
+		       curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, on_close_socket) != CURLE_OK ||
+		       curl_easy_setopt(e, CURLOPT_CLOSESOCKETDATA, x->h) != CURLE_OK ||
+		       curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 0L) != CURLE_OK;
+	case DOCKER_VIA_TCP:
+		if (!ep->tls)
+			return 0;
+		/* As the CLI: its CA alone when verifying, the client's pair when it has one. */
+		if (curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, ep->verify ? 1L : 0L) != CURLE_OK ||
+		    curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, ep->verify ? 2L : 0L) != CURLE_OK ||
+		    curl_easy_setopt(e, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2) != CURLE_OK)
+			return 1;
+		if (ep->ca && (curl_easy_setopt(e, CURLOPT_CAINFO, ep->ca) != CURLE_OK ||
+			       curl_easy_setopt(e, CURLOPT_CAPATH, NULL) != CURLE_OK))
+			return 1;
+		if (ep->cert && ep->key &&
+		    (curl_easy_setopt(e, CURLOPT_SSLCERT, ep->cert) != CURLE_OK ||
+		     curl_easy_setopt(e, CURLOPT_SSLKEY, ep->key) != CURLE_OK))
+			return 1;
+		return 0;
+	}
+	return 1;
+}
+
 static int set_options(struct docker_xfer *x, const char *url)
 {
 	const struct docker_request *req = x->req;
@@ -368,8 +501,7 @@ static int set_options(struct docker_xfer *x, const char *url)
 
 	/* Options are set afresh for each request. */
 	curl_easy_reset(e);
-	if (curl_easy_setopt(e, CURLOPT_URL, url) != CURLE_OK ||
-	    curl_easy_setopt(e, CURLOPT_UNIX_SOCKET_PATH, x->h->socket) != CURLE_OK ||
+	if (curl_easy_setopt(e, CURLOPT_URL, url) != CURLE_OK || set_channel(x, e) ||
 	    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
 	    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, x->errbuf) != CURLE_OK ||
 	    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)CONNECT_TIMEOUT_MS) != CURLE_OK ||
@@ -381,6 +513,8 @@ static int set_options(struct docker_xfer *x, const char *url)
 	    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body) != CURLE_OK ||
 	    curl_easy_setopt(e, CURLOPT_WRITEDATA, x) != CURLE_OK)
 		return -1;
+	if (req->connect_only)
+		return curl_easy_setopt(e, CURLOPT_CONNECT_ONLY, 1L) != CURLE_OK ? -1 : 0;
 	if (strcmp(req->method, "HEAD") == 0) {
 		curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
 	} else if (strcmp(req->method, "GET") != 0) {
@@ -406,7 +540,7 @@ int mafh__docker_xfer_start(struct docker_http *h, const struct docker_request *
 
 	*out = NULL;
 	memset(reply, 0, sizeof(*reply));
-	n = snprintf(url, sizeof(url), "http://docker" DOCKER_API "%s", req->target);
+	n = snprintf(url, sizeof(url), "%s" DOCKER_API "%s", h->ep.base, req->target);
 	if (n < 0 || (size_t)n >= sizeof(url))
 		return mafh__error_set(err, MAFH_EINVAL, "the engine request's path is too long");
 	x = calloc(1, sizeof(*x));
@@ -418,6 +552,7 @@ int mafh__docker_xfer_start(struct docker_http *h, const struct docker_request *
 	x->reply = reply;
 	x->now = now_ms;
 	x->timer_at = INT64_MAX;
+	x->ssh_fd = CURL_SOCKET_BAD;
 	/* No Expect: 100-continue round trip before a body. */
 	x->headers = curl_slist_append(NULL, "Expect:");
 	if (x->headers && req->content_type) {
@@ -572,10 +707,51 @@ void mafh__docker_xfer_free(struct docker_xfer *x)
 		 * reusable mid-answer); the handle is clean again either way. */
 		curl_multi_remove_handle(x->s->multi, x->s->easy);
 		curl_easy_setopt(x->s->easy, CURLOPT_ERRORBUFFER, NULL);
-		slot_give(x->h, x->s);
+		curl_easy_setopt(x->s->easy, CURLOPT_OPENSOCKETDATA, NULL);
+		/* A connection of a request's own (handed over to a stream) is never reused. */
+		if (x->req->connect_only) {
+			curl_multi_setopt(x->s->multi, CURLMOPT_SOCKETDATA, NULL);
+			curl_multi_setopt(x->s->multi, CURLMOPT_TIMERDATA, NULL);
+			slot_free(x->s);
+		} else {
+			slot_give(x->h, x->s);
+		}
 	}
 	curl_slist_free_all(x->headers);
 	free(x);
+}
+
+long mafh__docker_xfer_recv(struct docker_xfer *x, void *buf, size_t n)
+{
+	size_t got = 0;
+	CURLcode rc = curl_easy_recv(x->s->easy, buf, n, &got);
+
+	if (rc == CURLE_OK)
+		return (long)got;
+	if (rc == CURLE_AGAIN)
+		return -EAGAIN;
+	return rc == CURLE_RECV_ERROR || rc == CURLE_UNSUPPORTED_PROTOCOL ? -ECONNRESET : -EIO;
+}
+
+long mafh__docker_xfer_send(struct docker_xfer *x, const void *buf, size_t n)
+{
+	size_t sent = 0;
+	CURLcode rc = curl_easy_send(x->s->easy, buf, n, &sent);
+
+	if (rc == CURLE_OK)
+		return (long)sent;
+	if (rc == CURLE_AGAIN)
+		return -EAGAIN;
+	return rc == CURLE_SEND_ERROR ? -EPIPE : -EIO;
+}
+
+int mafh__docker_xfer_fd(const struct docker_xfer *x)
+{
+	curl_socket_t fd = CURL_SOCKET_BAD;
+
+	if (curl_easy_getinfo(x->s->easy, CURLINFO_ACTIVESOCKET, &fd) != CURLE_OK)
+		return -1;
+	return fd == CURL_SOCKET_BAD ? -1 : (int)fd;
 }
 
 int mafh__docker_http_do(struct docker_http *h, const struct docker_request *req,

@@ -322,22 +322,35 @@ MAFH_API int mafh_backend_latency_new(struct mafh_backend *inner, int64_t latenc
 /* Options of the Docker backend. */
 struct mafh_docker_options {
 	size_t size;               /* sizeof(struct mafh_docker_options) */
-	/* The engine's unix socket (copied). NULL: DOCKER_HOST when set (unix:///PATH; any
-	 * other scheme is refused), else MAFH_DOCKER_SOCKET. */
+	/* The engine's unix socket (copied). NULL: as host says. */
 	const char *socket_path;
 	/* The most one request to the engine may take, an exec's stream and a stream's
 	 * traffic excepted (those are bounded by their op's time): 0 is 120000. */
 	int64_t request_timeout_ms;
+	/* Where the engine is, as DOCKER_HOST says it (copied): unix:///PATH, tcp://HOST:PORT
+	 * (TLS when DOCKER_TLS_VERIFY or DOCKER_TLS is set, with ca.pem, cert.pem and key.pem
+	 * from DOCKER_CERT_PATH, else ~/.docker, as the docker CLI takes them) or
+	 * ssh://[USER@]HOST[:PORT][/SOCKET] (each connection an `ssh ... HOST docker system
+	 * dial-stdio`, ssh from PATH, as the CLI runs it). NULL: context, else DOCKER_HOST,
+	 * else DOCKER_CONTEXT or the CLI's current context (DOCKER_CONFIG, else ~/.docker:
+	 * config.json, contexts/), else unix://MAFH_DOCKER_SOCKET. */
+	const char *host;
+	/* A docker context's name (copied): its host and its TLS files, as `docker --context`
+	 * takes them. NULL: as host says. */
+	const char *context;
 };
 /* Fills *opts with the defaults and sets opts->size. */
 MAFH_API void mafh_docker_options_init(struct mafh_docker_options *opts);
 
 /* The Docker backend: the run directory is in a running container, reached through the
- * Docker Engine API on its unix socket (HTTP through libcurl's multi interface, connections
- * kept between requests; tar through libarchive). container is a name or id; launcher_path
+ * Docker Engine API where opts and the environment say (mafh_docker_options' host: a unix
+ * socket, TCP with TLS or without, ssh) (HTTP through libcurl's multi interface,
+ * connections kept between requests; tar through libarchive). container is a name or id; launcher_path
  * is maf-launch in the container (NULL: MAFH_DOCKER_LAUNCHER); opts may be NULL. Making it
  * asks the engine about the container once, blocking: an engine that cannot be reached
- * ("cannot reach the Docker engine at SOCKET: ...", the connect's errno), no such container
+ * ("cannot reach the Docker engine at WHERE: ...", the connect's errno; a TLS or ssh
+ * failure has a sentence of its own), a host or context that cannot be used (MAFH_EINVAL,
+ * MAFH_ENOENT), no such container
  * (MAFH_ENOENT) or one that is not running (MAFH_EIO) fail here.
  *   exec: the engine's exec of argv (Cmd as an array, never a shell; argv[0] looked up
  *     through the container's PATH), stdout and stderr attached without a tty, the exit

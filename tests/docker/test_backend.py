@@ -282,12 +282,26 @@ def test_no_engine_at_the_socket(ops, container, tmp_path):
                             f"Connection refused")
 
 
-def test_only_unix_sockets(ops, container):
-    r = ops(env={**os.environ, "DOCKER_HOST": "tcp://127.0.0.1:2375"})("new",
-                                                                     container=container)
-    assert r["rc"] == EINVAL
-    assert r["message"] == ("DOCKER_HOST is 'tcp://127.0.0.1:2375': the Docker backend "
-                            "reaches the engine through a unix socket only (unix:///PATH)")
+def test_hosts_the_backend_cannot_reach(ops, container):
+    """DOCKER_HOST as the docker CLI reads it: tcp:// with nothing listening is the connect's
+    errno; a scheme the backend does not speak, or a malformed host, is EINVAL with a
+    sentence naming it, before anything is tried."""
+    r = ops(env={**os.environ, "DOCKER_HOST": "tcp://127.0.0.1:1"})("new", container=container)
+    assert r["rc"] == -errno.ECONNREFUSED
+    assert r["message"] == ("cannot reach the Docker engine at tcp://127.0.0.1:1: "
+                            "Connection refused")
+    for host, why in [
+            ("npipe:////./pipe/docker_engine", "is not one the Docker backend can reach: it "
+             "takes unix:///PATH, tcp://HOST:PORT and ssh://[USER@]HOST[:PORT]"),
+            ("tcp://127.0.0.1:99999", "is not tcp://HOST:PORT"),
+            ("tcp://h:1/some/path", "has a path; the Docker backend takes tcp://HOST:PORT"),
+            ("ssh://u:secret@h", "holds a password: a plain-text password is not supported "
+             "(use ssh's keys or agent)"),
+            ("ssh://-oProxyCommand=x", "is not ssh://[USER@]HOST[:PORT][/SOCKET]"),
+            ("unix://relative.sock", "does not name an absolute socket path (unix:///PATH)")]:
+        r = ops(env={**os.environ, "DOCKER_HOST": host})("new", container=container)
+        assert r["rc"] == EINVAL, host
+        assert r["message"] == f"the Docker host '{host}' {why}"
 
 
 def test_no_such_container(ops):

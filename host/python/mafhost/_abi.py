@@ -192,7 +192,7 @@ class Want(Structure):
 
 class DockerOptions(Structure):
     _fields_ = [("size", c_size_t), ("socket_path", c_char_p),
-                ("request_timeout_ms", c_int64)]
+                ("request_timeout_ms", c_int64), ("host", c_char_p), ("context", c_char_p)]
 
 
 STRUCTS = {"mafh_error": Error, "mafh_exec_result": ExecResult, "mafh_read_result": ReadResult,

@@ -29,8 +29,12 @@ class DockerSandbox(NativeSandbox):
     """The sandbox surface (mafhost.sandbox) in a running container: libmafhost's Docker
     backend.
 
-    container: a name or id. socket_path: the engine's socket; None: the library's choice
-    (DOCKER_HOST when set, else /var/run/docker.sock), made when the engine is first asked.
+    container: a name or id. socket_path: the engine's unix socket. host: where the engine
+    is, as DOCKER_HOST says it (unix:///PATH, tcp://HOST:PORT with TLS as DOCKER_TLS_VERIFY,
+    DOCKER_TLS and DOCKER_CERT_PATH say, ssh://[USER@]HOST[:PORT]). context: a docker
+    context's name. All None: the library's choice, as the docker CLI's (DOCKER_HOST, else
+    DOCKER_CONTEXT or the CLI's current context, else /var/run/docker.sock), made when the
+    engine is first asked.
     launcher_path: maf-launch in the container. request_timeout: the seconds one request to
     the engine may take (an exec's output and a stream excepted; default REQUEST_TIMEOUT).
     library: the mafhost.Library to use.
@@ -47,6 +51,7 @@ class DockerSandbox(NativeSandbox):
     read_file and stat_file never follow a last symlink."""
 
     def __init__(self, container: str, *, socket_path: Optional[str] = None,
+                 host: Optional[str] = None, context: Optional[str] = None,
                  launcher_path: str = DEFAULT_LAUNCHER,
                  request_timeout: Optional[float] = None,
                  library: Optional[_abi.Library] = None) -> None:
@@ -56,16 +61,22 @@ class DockerSandbox(NativeSandbox):
                               "256 bytes)", -errno.EINVAL)
         self.container = container
         self.socket_path = socket_path
+        self.host = host
+        self.context = context
         self.launcher_path = launcher_path
         self._failed_requests = 0
         self._closed_requests = 0
         name, launcher = container.encode(), launcher_path.encode()
         sock = os.fsencode(socket_path) if socket_path else None
+        where = host.encode() if host else None
+        ctx = context.encode() if context else None
 
         def make(lib: _abi.Library) -> ctypes.c_void_p:
             opts, h, err = _abi.DockerOptions(), ctypes.c_void_p(), _abi.Error()
             lib.docker_options_init(ctypes.byref(opts))
             opts.socket_path = sock
+            opts.host = where
+            opts.context = ctx
             limit = REQUEST_TIMEOUT if request_timeout is None else request_timeout
             opts.request_timeout_ms = max(1, int(limit * 1000))
             rc = lib.backend_docker_new(name, launcher, ctypes.byref(opts), ctypes.byref(h),
