@@ -76,7 +76,7 @@ PROBE_BIN := $(patsubst tests/probes/%.c,$(BUILD)/probes/%,$(PROBE_SRC))
 
 TP_STAMP := $(TP)/.stamp
 
-.PHONY: all deps setup test unit core-states integration hostile hostile-guest docker python upstream asan fuzz \
+.PHONY: all deps setup test unit core-states integration hostile hostile-guest docker engines python upstream asan fuzz \
 	bench-launch bench-calls bench-docker bench-transports bench-python bench-adopt demo \
 	demo-docker \
 	clean size probes install install-check shim-check
@@ -243,6 +243,18 @@ hostile-guest: all
 	MAF_BUILD=$(abspath $(BUILD)) MAF_IMAGE_PREFIX=$(IMAGE_PREFIX) $(PYTHON) -m pytest -q \
 		-p no:cacheprovider tests/hostile-guest
 
+# The Docker backend against engines the tests start (tests/engines/engines.py): a dockerd
+# behind TLS on 127.0.0.1 (certificates made by openssl, a client without one refused) and
+# this machine's engine over ssh to 127.0.0.1 (dial-stdio). Their own tests (the sentences
+# of each certificate and connection error, contexts), then the whole of tests/docker over
+# each. Skipped where one cannot be started, unless REQUIRE_DOCKER=1.
+engines: all $(PROBE_BIN) $(BUILD)/docker/docker_ops
+	MAF_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -p no:cacheprovider tests/engines
+	MAF_BUILD=$(abspath $(BUILD)) $(PYTHON) tests/engines/engines.py tls -- \
+		$(PYTHON) -m pytest -q -p no:cacheprovider tests/docker
+	MAF_BUILD=$(abspath $(BUILD)) $(PYTHON) tests/engines/engines.py ssh -- \
+		$(PYTHON) -m pytest -q -p no:cacheprovider tests/docker
+
 # The Docker backend against the engine (tests/docker): docker_ops drives it through
 # libmafhost's API, maf-host run drives whole runs. Skipped where no engine answers, unless
 # REQUIRE_DOCKER=1.
@@ -298,6 +310,7 @@ test: setup
 	$(MAKE) hostile-guest
 	$(MAKE) images-test
 	$(MAKE) docker
+	$(MAKE) engines
 	$(MAKE) python
 	$(MAKE) upstream
 

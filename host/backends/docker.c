@@ -32,6 +32,13 @@ int mafh__docker_engine_error(struct docker *d, const struct docker_reply *r, co
 	int code;
 
 	mafh__docker_message(r->body, r->body_len, msg, sizeof(msg));
+	/* Go's answer to plain HTTP on a TLS port, in plain text. */
+	if (r->status == 400 && r->body && !msg[0] &&
+	    strncmp(r->body, "Client sent an HTTP request to an HTTPS server", 46) == 0)
+		return mafh__error_set(err, MAFH_EPROTO, "the Docker engine at %s speaks TLS, and "
+				       "this client does not: set DOCKER_TLS_VERIFY=1 (with ca.pem, "
+				       "cert.pem and key.pem in DOCKER_CERT_PATH), or DOCKER_TLS=1",
+				       mafh__docker_http_socket(d->http));
 	if (r->status == 404 && strncmp(msg, "No such container", 17) == 0)
 		return mafh__error_set(err, MAFH_ENOENT, "there is no container '%s' on the "
 				       "Docker engine at %s", d->name,

@@ -171,15 +171,22 @@ void mafh__docker_endpoint_clear(struct docker_endpoint *ep);
 /* The ssh processes of an engine reached over ssh, one a connection. */
 struct docker_ssh;
 int mafh__docker_ssh_new(struct docker_ssh **out);
-/* Starts argv (looked up in PATH) with its stdin and stdout one end of a socketpair: the
- * other end in *fd, a connected stream socket. 0, or -errno with a sentence. */
-int mafh__docker_ssh_open(struct docker_ssh *s, char *const argv[], int *fd,
-			  struct mafh_error *err);
-/* Closes fd, a connection mafh__docker_ssh_open made; its process is reaped once it ends. */
+/* A connection to be: *fd a fresh unix socket (*id the connection's) and addr (at least 110 bytes) the address it
+ * is to connect to (*addr_len its length), a listener of its own. 0, or -errno with a
+ * sentence. */
+int mafh__docker_ssh_prepare(struct docker_ssh *s, int *fd, uint64_t *id, void *addr,
+			     unsigned *addr_len, struct mafh_error *err);
+/* Once fd has connected: argv (looked up in PATH) started with the end accepted as its
+ * stdin and stdout. 1 when started (or before), 0 when fd has not connected yet, -errno with
+ * a sentence. */
+int mafh__docker_ssh_start(struct docker_ssh *s, int fd, char *const argv[],
+			   struct mafh_error *err);
+/* Closes fd, a connection mafh__docker_ssh_prepare made; its process is reaped once it ends. */
 void mafh__docker_ssh_closed(struct docker_ssh *s, int fd);
-/* The last line of what the process of connection fd wrote on its stderr (control bytes as
- * '?'), in buf: its length, 0 when there is none. */
-size_t mafh__docker_ssh_stderr(struct docker_ssh *s, int fd, char *buf, size_t size);
+/* The last line of what the process of connection id (mafh__docker_ssh_prepare's) wrote on
+ * its stderr (control bytes as '?'), in buf: its length, 0 when there is none (or its
+ * process was reaped already). */
+size_t mafh__docker_ssh_stderr(struct docker_ssh *s, uint64_t id, char *buf, size_t size);
 /* Closes every connection, ends and reaps every process (SIGTERM, SIGKILL after 3 s). */
 void mafh__docker_ssh_free(struct docker_ssh *s);
 

@@ -275,7 +275,8 @@ int mafh__docker_host_parse(const char *url, int tls, struct docker_endpoint *ep
 		if (slash && slash[1] && slash[strspn(slash, "/")] == '\0')
 			slash = NULL;
 		ep->via = DOCKER_VIA_SSH;
-		if (!(ep->where = strdup(url)) || !(ep->base = strdup("http://docker")) ||
+		/* libcurl resolves the URL's host before it asks for the socket: a number. */
+		if (!(ep->where = strdup(url)) || !(ep->base = strdup("http://127.0.0.1")) ||
 		    ssh_argv(ep, user[0] ? user : NULL, port[0] ? port : NULL, host,
 			     slash) < 0)
 			goto oom;

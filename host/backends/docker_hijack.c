@@ -110,8 +110,10 @@ static long conn_recv(struct docker_hijack *h, void *buf, size_t n)
 /* What the connection takes now of buf[0..n): the count, -EAGAIN when none, or -errno. */
 static long conn_send(struct docker_hijack *h, const void *buf, size_t n)
 {
+	/* A record at a time: a TLS write that would block is retried with the same bytes,
+	 * and one of a few MiB would hold them all back from the engine until it is done. */
 	if (h->x)
-		return mafh__docker_xfer_send(h->x, buf, n);
+		return mafh__docker_xfer_send(h->x, buf, n < CHUNK ? n : CHUNK);
 	for (;;) {
 		ssize_t r = send(h->fd, buf, n, MSG_NOSIGNAL);
 

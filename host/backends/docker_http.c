@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 
 #include <curl/curl.h>
 
@@ -74,6 +75,8 @@ struct docker_xfer {
 	int done;
 	CURLcode result;
 	curl_socket_t ssh_fd;      /* SSH: the connection's socket, once made; else -1 */
+	int ssh_started;           /* SSH: its ssh has the other end */
+	uint64_t ssh_id;           /* SSH: the connection's, for its stderr */
 	char ssh_why[256];         /* SSH: why ssh could not be started */
 	char errbuf[CURL_ERROR_SIZE];
 };
@@ -369,7 +372,7 @@ static int transfer_error(struct docker_xfer *x, struct mafh_error *err)
 	/* Over ssh, what ssh (or dial-stdio) said is the reason, whatever libcurl saw. */
 	if (ep->via == DOCKER_VIA_SSH && x->result != CURLE_OUT_OF_MEMORY &&
 	    x->result != CURLE_OPERATION_TIMEDOUT && x->ssh_fd != CURL_SOCKET_BAD &&
-	    mafh__docker_ssh_stderr(x->h->ssh, x->ssh_fd, said, sizeof(said)) > 0)
+	    mafh__docker_ssh_stderr(x->h->ssh, x->ssh_id, said, sizeof(said)) > 0)
 		return mafh__error_set(err, MAFH_EIO, "cannot reach the Docker engine at %s: "
 				       "ssh says: %s", socket, said);
 	switch (x->result) {
@@ -407,11 +410,18 @@ static int transfer_error(struct docker_xfer *x, struct mafh_error *err)
 				       "engine at %s failed: %s", socket, why);
 	case CURLE_RECV_ERROR:
 	case CURLE_SEND_ERROR:
-		/* TLS 1.3 sends the refusal of a client's certificate after the handshake. */
+		/* TLS 1.3 sends the refusal of a client's certificate after the handshake, as an
+		 * alert, or by closing the connection under the request being sent. */
 		if (ep->tls && (strstr(why, "alert") || strstr(why, "certificate required")))
 			return mafh__error_set(err, -EACCES, "the Docker engine at %s refused "
 					       "the TLS connection: it wants a client certificate "
 					       "it trusts (%s): %s", socket,
+					       ep->cert ? ep->cert : "none was sent", why);
+		if (ep->tls && (strstr(why, "errno 107") || strstr(why, "reset by peer")))
+			return mafh__error_set(err, -EACCES, "the Docker engine at %s closed the "
+					       "TLS connection as it began, as an engine with "
+					       "--tlsverify does to a client certificate its CA did "
+					       "not sign (%s): %s", socket,
 					       ep->cert ? ep->cert : "none was sent", why);
 		return mafh__error_set(err, MAFH_EIO, "the connection to the Docker engine at %s "
 				       "failed: %s", socket, why);
@@ -427,29 +437,26 @@ static int transfer_error(struct docker_xfer *x, struct mafh_error *err)
 	}
 }
 
-/* SSH: a connection is a new ssh process's socketpair end, connected already. */
+/* SSH: a connection is made to a listener of its own, whose end an ssh process takes once
+ * it has connected (docker_ssh.c). */
 static curl_socket_t on_open_socket(void *ud, curlsocktype purpose, struct curl_sockaddr *a)
 {
 	struct docker_xfer *x = ud;
 	struct mafh_error e = {0};
+	unsigned len;
 	int fd;
 
 	(void)purpose;
-	(void)a;
-	if (mafh__docker_ssh_open(x->h->ssh, x->h->ep.ssh_argv, &fd, &e) < 0) {
+	/* libcurl's address is a sockaddr storage: a unix one fits. */
+	if (mafh__docker_ssh_prepare(x->h->ssh, &fd, &x->ssh_id, &a->addr, &len, &e) < 0) {
 		snprintf(x->ssh_why, sizeof(x->ssh_why), "%s", e.message);
 		return CURL_SOCKET_BAD;
 	}
+	a->family = AF_UNIX;
+	a->addrlen = len;
 	x->ssh_fd = fd;
+	x->ssh_started = 0;
 	return fd;
-}
-
-static int on_sockopt(void *ud, curl_socket_t fd, curlsocktype purpose)
-{
-	(void)ud;
-	(void)fd;
-	(void)purpose;
-	return CURL_SOCKOPT_ALREADY_CONNECTED;
 }
 
 /* Called for a connection closed whichever request made it: the http is what it needs. */
@@ -470,7 +477,6 @@ static int set_channel(struct docker_xfer *x, CURL *e)
 	case DOCKER_VIA_SSH:
 		return curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, on_open_socket) != CURLE_OK ||
 		       curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, x) != CURLE_OK ||
-		       curl_easy_setopt(e, CURLOPT_SOCKOPTFUNCTION, on_sockopt) != CURLE_OK ||
 		       curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, on_close_socket) != CURLE_OK ||
 		       curl_easy_setopt(e, CURLOPT_CLOSESOCKETDATA, x->h) != CURLE_OK ||
 		       curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 0L) != CURLE_OK;
@@ -581,7 +587,9 @@ int mafh__docker_xfer_start(struct docker_http *h, const struct docker_request *
 	}
 	curl_multi_setopt(x->s->multi, CURLMOPT_SOCKETDATA, x);
 	curl_multi_setopt(x->s->multi, CURLMOPT_TIMERDATA, x);
-	atomic_fetch_add(&h->requests, 1);
+	/* A connection made for a stream is counted by its start (mafh__docker_http_count). */
+	if (!req->connect_only)
+		atomic_fetch_add(&h->requests, 1);
 	if (curl_multi_add_handle(x->s->multi, x->s->easy) != CURLM_OK) {
 		mafh__docker_xfer_free(x);
 		return mafh__error_set(err, MAFH_ENOMEM, "out of memory talking to the Docker "
@@ -653,6 +661,15 @@ static void drive(struct docker_xfer *x, int64_t now)
 	if (now >= x->timer_at) {
 		x->timer_at = INT64_MAX;
 		acted(x, curl_multi_socket_action(x->s->multi, CURL_SOCKET_TIMEOUT, 0, &running));
+	}
+	/* A connection over ssh made in those calls gets its ssh now. */
+	if (x->ssh_fd != CURL_SOCKET_BAD && !x->ssh_started) {
+		struct mafh_error e = {0};
+		int rc = mafh__docker_ssh_start(x->h->ssh, x->ssh_fd, x->h->ep.ssh_argv, &e);
+
+		if (rc < 0)
+			snprintf(x->ssh_why, sizeof(x->ssh_why), "%s", e.message);
+		x->ssh_started = rc != 0;
 	}
 	while ((msg = curl_multi_info_read(x->s->multi, &i))) {
 		if (msg->msg == CURLMSG_DONE && !x->done) {

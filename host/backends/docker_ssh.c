@@ -1,7 +1,10 @@
 /* The Docker backend's connections over ssh, as the docker CLI's connection helper makes
  * them: each connection is an `ssh HOST docker system dial-stdio` of its own, its stdin and
- * stdout one end of a socketpair whose other end libcurl (or a stream) uses as it would a
- * socket. The process is started with posix_spawnp in a session of its own (the CLI's
+ * stdout one end of a unix connection whose other end libcurl uses as it would a socket.
+ * (libcurl 7.88 connects every socket its open callback gives, whatever its sockopt
+ * callback says: the socket given is a fresh one, the address it connects to a listener of
+ * this connection's alone in the abstract namespace; once it has connected, the end
+ * accepted is ssh's stdio.) The process is started with posix_spawnp in a session of its own (the CLI's
  * setsid: a terminal's signals are not its), its stderr kept (the first 1 KiB) for the
  * sentence of a connection that fails. A connection closed ends its stdin, which ends
  * dial-stdio and so ssh; it is reaped when it has, and at the latest when the backend is
@@ -14,7 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
+#include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,8 +36,10 @@
 extern char **environ;
 
 struct ssh_kid {
-	pid_t pid;
-	int fd;                    /* the connection's end we hold, -1 once closed */
+	uint64_t id;               /* the connection's, for its stderr after it closed */
+	pid_t pid;                 /* 0 until started */
+	int fd;                    /* the connection's end libcurl holds, -1 once closed */
+	int listen;                /* what it connects to, until ssh has the other end */
 	int errfd;                 /* its stderr, -1 once read to its end */
 	char err[ERR_KEEP + 1];
 	size_t errlen;
@@ -40,6 +48,7 @@ struct ssh_kid {
 
 struct docker_ssh {
 	pthread_mutex_t lock;
+	uint64_t ids;
 	struct ssh_kid *kids;
 };
 
@@ -87,10 +96,12 @@ static void reap(struct docker_ssh *s)
 	struct ssh_kid **pp = &s->kids, *k;
 
 	while ((k = *pp)) {
-		if (k->fd < 0 && waitpid(k->pid, NULL, WNOHANG) != 0) {
+		if (k->fd < 0 && (!k->pid || waitpid(k->pid, NULL, WNOHANG) != 0)) {
 			*pp = k->next;
 			if (k->errfd >= 0)
 				close(k->errfd);
+			if (k->listen >= 0)
+				close(k->listen);
 			free(k);
 			continue;
 		}
@@ -98,63 +109,124 @@ static void reap(struct docker_ssh *s)
 	}
 }
 
-int mafh__docker_ssh_open(struct docker_ssh *s, char *const argv[], int *fd,
-			  struct mafh_error *err)
+int mafh__docker_ssh_prepare(struct docker_ssh *s, int *fd, uint64_t *id, void *addr,
+			     unsigned *addr_len, struct mafh_error *err)
 {
-	int sp[2] = {-1, -1}, ep[2] = {-1, -1}, rc, e;
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t attr;
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	unsigned char rnd[12];
 	struct ssh_kid *k;
-	sigset_t none;
+	socklen_t len;
+	int i, e;
 
 	*fd = -1;
 	k = calloc(1, sizeof(*k));
 	if (!k)
 		return mafh__error_set(err, MAFH_ENOMEM, "out of memory starting ssh");
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0 ||
-	    pipe2(ep, O_CLOEXEC) < 0) {
+	k->fd = k->listen = k->errfd = -1;
+	/* A name no one can guess, in the abstract namespace (nothing on a filesystem). */
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
+		e = errno ? errno : EIO;
+		goto fail;
+	}
+	memcpy(sa.sun_path + 1, "maf-ssh-", 8);
+	for (i = 0; i < (int)sizeof(rnd); i++)
+		snprintf(sa.sun_path + 9 + 2 * i, 3, "%02x", rnd[i]);
+	len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 9 + 2 * sizeof(rnd));
+	k->listen = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	k->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (k->listen < 0 || k->fd < 0 || bind(k->listen, (struct sockaddr *)&sa, len) < 0 ||
+	    listen(k->listen, 1) < 0) {
 		e = errno;
-		goto fail_fds;
+		goto fail;
+	}
+	memcpy(addr, &sa, len);
+	*addr_len = (unsigned)len;
+	pthread_mutex_lock(&s->lock);
+	reap(s);
+	k->id = *id = ++s->ids;
+	k->next = s->kids;
+	s->kids = k;
+	pthread_mutex_unlock(&s->lock);
+	*fd = k->fd;
+	return 0;
+fail:
+	if (k->listen >= 0)
+		close(k->listen);
+	if (k->fd >= 0)
+		close(k->fd);
+	free(k);
+	return mafh__error_set(err, -e, "cannot set up a connection over ssh: %s", strerror(e));
+}
+
+/* Starts k's ssh on the connection its listener took (s->lock held). 1, 0 when nothing has
+ * connected yet, or -errno with a sentence. */
+static int start(struct ssh_kid *k, char *const argv[], struct mafh_error *err)
+{
+	int ep[2] = {-1, -1}, c, rc, e;
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	sigset_t none;
+
+	c = accept4(k->listen, NULL, NULL, SOCK_CLOEXEC);
+	if (c < 0)
+		return errno == EAGAIN || errno == EINTR ? 0
+		       : mafh__error_set(err, -errno, "cannot set up a connection over ssh: %s",
+					 strerror(errno));
+	close(k->listen);
+	k->listen = -1;
+	/* Only this process knows the name; still, only its own connection is served. */
+	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.pid != getpid()) {
+		close(c);
+		return mafh__error_set(err, MAFH_EIO, "cannot set up a connection over ssh: "
+				       "another process took it");
+	}
+	if (pipe2(ep, O_CLOEXEC) < 0) {
+		e = errno;
+		close(c);
+		return mafh__error_set(err, -e, "cannot start ssh to reach the Docker engine: %s",
+				       strerror(e));
 	}
 	fcntl(ep[0], F_SETFL, O_NONBLOCK);
 	posix_spawn_file_actions_init(&fa);
 	posix_spawnattr_init(&attr);
 	sigemptyset(&none);
-	/* The child's own signal mask and dispositions, whatever the host's threads hold. */
+	/* The child's own signal mask, whatever the host's threads hold; a session of its own,
+	 * as the CLI's. */
 	posix_spawnattr_setsigmask(&attr, &none);
 	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK);
-	posix_spawn_file_actions_adddup2(&fa, sp[1], 0);
-	posix_spawn_file_actions_adddup2(&fa, sp[1], 1);
+	posix_spawn_file_actions_adddup2(&fa, c, 0);
+	posix_spawn_file_actions_adddup2(&fa, c, 1);
 	posix_spawn_file_actions_adddup2(&fa, ep[1], 2);
 	rc = posix_spawnp(&k->pid, argv[0], &fa, &attr, argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&attr);
-	close(sp[1]);
+	close(c);
 	close(ep[1]);
-	sp[1] = ep[1] = -1;
 	if (rc != 0) {
-		e = rc;
-		goto fail_fds;
+		close(ep[0]);
+		k->pid = 0;
+		return mafh__error_set(err, -rc, "cannot start ssh to reach the Docker engine: %s",
+				       strerror(rc));
 	}
-	k->fd = sp[0];
 	k->errfd = ep[0];
+	return 1;
+}
+
+int mafh__docker_ssh_start(struct docker_ssh *s, int fd, char *const argv[],
+			   struct mafh_error *err)
+{
+	struct ssh_kid *k;
+	int rc = 1;
+
 	pthread_mutex_lock(&s->lock);
-	reap(s);
-	k->next = s->kids;
-	s->kids = k;
+	for (k = s->kids; k && k->fd != fd; k = k->next)
+		;
+	if (k && k->listen >= 0)
+		rc = start(k, argv, err);
 	pthread_mutex_unlock(&s->lock);
-	*fd = sp[0];
-	return 0;
-fail_fds:
-	for (rc = 0; rc < 2; rc++) {
-		if (sp[rc] >= 0)
-			close(sp[rc]);
-		if (ep[rc] >= 0)
-			close(ep[rc]);
-	}
-	free(k);
-	return mafh__error_set(err, -e, "cannot start ssh to reach the Docker engine: %s",
-			       strerror(e));
+	return rc;
 }
 
 void mafh__docker_ssh_closed(struct docker_ssh *s, int fd)
@@ -169,11 +241,11 @@ void mafh__docker_ssh_closed(struct docker_ssh *s, int fd)
 		k->fd = -1;
 	}
 	close(fd);
-	reap(s);
+	/* Not reaped here: its stderr may be asked for at once (the next connection reaps). */
 	pthread_mutex_unlock(&s->lock);
 }
 
-size_t mafh__docker_ssh_stderr(struct docker_ssh *s, int fd, char *buf, size_t size)
+size_t mafh__docker_ssh_stderr(struct docker_ssh *s, uint64_t id, char *buf, size_t size)
 {
 	struct ssh_kid *k;
 	size_t n = 0;
@@ -181,9 +253,9 @@ size_t mafh__docker_ssh_stderr(struct docker_ssh *s, int fd, char *buf, size_t s
 
 	buf[0] = '\0';
 	pthread_mutex_lock(&s->lock);
-	for (k = s->kids; k && k->fd != fd; k = k->next)
+	for (k = s->kids; k && k->id != id; k = k->next)
 		;
-	if (k) {
+	if (k && k->pid) {
 		/* A process that failed has usually said why by the time its end is seen; a
 		 * moment more is given to one still running (at most 200 ms). */
 		for (i = 0; i < 20 && k->errfd >= 0 && !k->errlen; i++) {
@@ -226,7 +298,8 @@ void mafh__docker_ssh_free(struct docker_ssh *s)
 			close(k->fd);
 			k->fd = -1;
 		}
-		kill(k->pid, SIGTERM);
+		if (k->pid)
+			kill(k->pid, SIGTERM);
 	}
 	until = mafh__now_ms() + END_GRACE_MS;
 	while (s->kids) {
@@ -237,7 +310,8 @@ void mafh__docker_ssh_free(struct docker_ssh *s)
 			break;
 		if (mafh__now_ms() >= until)
 			for (k = s->kids; k; k = k->next)
-				kill(k->pid, SIGKILL);
+				if (k->pid)
+					kill(k->pid, SIGKILL);
 		nanosleep(&ts, NULL);
 	}
 	pthread_mutex_destroy(&s->lock);

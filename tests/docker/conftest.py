@@ -7,7 +7,6 @@ import json
 import os
 import select
 import shutil
-import socket
 import subprocess
 import tarfile
 import time
@@ -29,25 +28,35 @@ REQUIRE = os.environ.get("REQUIRE_DOCKER") == "1"
 
 
 def engine_socket():
-    """The engine's socket as the backend finds it: DOCKER_HOST's unix path or the default."""
+    """Where the engine is as the backend names it in its sentences: DOCKER_HOST's unix
+    path, its tcp://HOST:PORT, its ssh:// URL as written, or the default socket (the tests
+    of tests/engines run this suite with DOCKER_HOST set to each engine they start)."""
     host = os.environ.get("DOCKER_HOST", "")
-    return host[len("unix://"):] if host.startswith("unix://") else "/var/run/docker.sock"
+    if host.startswith("unix://"):
+        return host[len("unix://"):]
+    if host.startswith("tcp://"):
+        return host.rstrip("/")
+    return host or "/var/run/docker.sock"
+
+
+def engine_is_local_socket():
+    return not os.environ.get("DOCKER_HOST") or os.environ["DOCKER_HOST"].startswith("unix://")
 
 
 def _engine_answers():
-    """None when the engine answers /_ping on its socket, else why not."""
+    """None when the engine answers the docker CLI (which reaches it as the backend does:
+    DOCKER_HOST, its TLS variables, a context), else why not."""
     if shutil.which("docker") is None:
         return "no docker client on this machine (make setup installs it)"
     try:
-        with socket.socket(socket.AF_UNIX) as s:
-            s.settimeout(10)
-            s.connect(engine_socket())
-            s.sendall(b"GET /_ping HTTP/1.0\r\nHost: docker\r\n\r\n")
-            answer = s.recv(64)
-    except OSError as e:
-        return f"the Docker engine at {engine_socket()} cannot be reached: {e}"
-    if not answer.startswith(b"HTTP/1.") or b" 200 " not in answer:
-        return f"the Docker engine at {engine_socket()} does not answer /_ping"
+        proc = subprocess.run(["docker", "version", "--format", "{{.Server.APIVersion}}"],
+                              capture_output=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        return f"the Docker engine at {engine_socket()} did not answer within 60 s"
+    if proc.returncode != 0 or not proc.stdout.strip():
+        why = proc.stderr.decode(errors="replace").strip().splitlines()
+        return (f"the Docker engine at {engine_socket()} cannot be reached: "
+                f"{why[-1] if why else 'docker version failed'}")
     return None
 
 

@@ -22,7 +22,7 @@ FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -Ishared -Ihost/include -Ihost/src 
 # warnings.
 FUZZ_CHANNEL := $(wildcard guest/channel_*.c)
 FUZZ_DEPS := shared/protocol.c $(TP)/cjson/cJSON.c guest/tree.c guest/util.c $(FUZZ_CHANNEL) \
-	$(wildcard host/src/*.c) host/backends/docker_parse.c
+	$(wildcard host/src/*.c) host/backends/docker_parse.c host/backends/docker_endpoint.c
 FUZZ_NAMES := $(patsubst tests/fuzz/fuzz_%.c,%,$(FUZZ_SRC))
 FUZZ_BIN := $(patsubst %,$(BUILD)/fuzz/fuzz_%,$(FUZZ_NAMES))
 
@@ -45,6 +45,7 @@ FUZZ_OBJ := $(BUILD)/fuzz/obj/cJSON.o $(BUILD)/fuzz/obj/shared/protocol.o \
 	$(BUILD)/fuzz/obj/guest/tree.o $(BUILD)/fuzz/obj/guest/util.o \
 	$(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(FUZZ_CHANNEL)) \
 	$(BUILD)/fuzz/obj/host/backends/docker_parse.o \
+	$(BUILD)/fuzz/obj/host/backends/docker_endpoint.o \
 	$(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(wildcard host/src/*.c))
 # Made by pattern rules for a pattern rule: make would delete them as intermediate files.
 .SECONDARY: $(FUZZ_OBJ)

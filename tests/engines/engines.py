@@ -1,0 +1,236 @@
+"""Engines the tests start, on this machine's loopback alone:
+- tls: a dockerd of its own on 127.0.0.1, refusing any client without a certificate its CA
+  signed (--tlsverify), with certificates made here by openssl: the CA, the engine's (for
+  127.0.0.1 and localhost), a client's, and a stranger CA with a client of its own;
+- ssh: an sshd on 127.0.0.1 taking one key, through which `ssh HOST docker system
+  dial-stdio` reaches this machine's own engine, as the docker CLI's ssh:// does; `ssh` is
+  a wrapper first in PATH that gives the real one this sshd's config (key, known host).
+Each yields the environment a client reaches it with (DOCKER_HOST and TLS's variables, or
+PATH), and on leaving stops what it started and removes what it made.
+
+As a command: python3 tests/engines/engines.py tls|ssh -- COMMAND... runs COMMAND in that
+environment (how make engines runs tests/docker against each) and exits with its status."""
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+DOCKERD = shutil.which("dockerd") or "/usr/sbin/dockerd"
+SSHD = "/usr/sbin/sshd"
+SSH = shutil.which("ssh") or "/usr/bin/ssh"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def missing(kind):
+    """Why kind cannot be started here, or None."""
+    if shutil.which("openssl") is None:
+        return "no openssl (make setup installs it)"
+    if kind == "tls" and not os.path.exists(DOCKERD):
+        return "no dockerd (make setup installs docker.io)"
+    if kind == "ssh":
+        if not os.path.exists(SSHD) or shutil.which("ssh-keygen") is None:
+            return "no sshd (make setup installs openssh-server)"
+        if shutil.which("docker") is None:
+            return "no docker CLI for dial-stdio"
+    if os.geteuid() != 0:
+        return "these engines are started as root"
+    return None
+
+
+def _run(*args, **kw):
+    subprocess.run(args, check=True, capture_output=True, timeout=120, **kw)
+
+
+def make_certs(d: Path):
+    """The PKI of the tls engine, in d: ca.pem, server-{cert,key}.pem, and client dirs
+    (ca.pem, cert.pem, key.pem as DOCKER_CERT_PATH wants them): client/ (signed by the CA),
+    stranger/ (a certificate another CA signed), nocert/ (the CA alone), wrongca/ (a CA
+    that did not sign the engine's certificate, with the good client pair)."""
+    d.mkdir(parents=True, exist_ok=True)
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+
+    def ca(name):
+        _run("openssl", "req", "-x509", *ec, "-keyout", str(d / f"{name}-key.pem"), "-out",
+             str(d / f"{name}.pem"), "-days", "2", "-subj", f"/CN=maf-launch test {name}")
+
+    def signed(name, ca_name, ext):
+        (d / f"{name}.ext").write_text(ext)
+        _run("openssl", "req", *ec, "-keyout", str(d / f"{name}-key.pem"), "-out",
+             str(d / f"{name}.csr"), "-subj", f"/CN=maf-launch test {name}")
+        _run("openssl", "x509", "-req", "-in", str(d / f"{name}.csr"), "-CA",
+             str(d / f"{ca_name}.pem"), "-CAkey", str(d / f"{ca_name}-key.pem"),
+             "-CAcreateserial", "-out", str(d / f"{name}-cert.pem"), "-days", "2",
+             "-extfile", str(d / f"{name}.ext"))
+
+    ca("ca")
+    ca("otherca")
+    signed("server", "ca", "subjectAltName=IP:127.0.0.1,DNS:localhost\n"
+                           "extendedKeyUsage=serverAuth\n")
+    signed("client", "ca", "extendedKeyUsage=clientAuth\n")
+    signed("strangerclient", "otherca", "extendedKeyUsage=clientAuth\n")
+    for sub, ca_file, pair in (("client", "ca", "client"), ("stranger", "ca", "strangerclient"),
+                               ("nocert", "ca", None), ("wrongca", "otherca", "client")):
+        (d / sub).mkdir(exist_ok=True)
+        shutil.copy(d / f"{ca_file}.pem", d / sub / "ca.pem")
+        if pair:
+            shutil.copy(d / f"{pair}-cert.pem", d / sub / "cert.pem")
+            shutil.copy(d / f"{pair}-key.pem", d / sub / "key.pem")
+    for p in d.rglob("*key.pem"):
+        p.chmod(0o600)
+
+
+def _wait(ok, seconds, what, log):
+    until = time.monotonic() + seconds
+    while time.monotonic() < until:
+        if ok():
+            return
+        time.sleep(0.2)
+    tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+    raise RuntimeError(f"{what} did not come up within {seconds} s:\n{tail}")
+
+
+def _stop(proc, seconds=30):
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@contextlib.contextmanager
+def tls_engine():
+    """A dockerd on 127.0.0.1:PORT with --tlsverify (and on 127.0.0.2:PORT2, a name its
+    certificate does not hold); yields a dict: env (for a client with the good
+    certificate), port, port2, certs (the dir of make_certs), sock (its unix socket, for
+    the suite's own set-up alone)."""
+    d = Path(tempfile.mkdtemp(prefix="/tmp/maf-tls-"))
+    proc = None
+    try:
+        make_certs(d / "certs")
+        port, port2 = free_port(), free_port()
+        log = d / "dockerd.log"
+        sock = d / "docker.sock"
+        proc = subprocess.Popen(
+            [DOCKERD, "--data-root", str(d / "data"), "--exec-root", str(d / "x"),
+             "--pidfile", str(d / "dockerd.pid"), "-H", f"unix://{sock}",
+             "-H", f"tcp://127.0.0.1:{port}", "-H", f"tcp://127.0.0.2:{port2}", "--tlsverify",
+             "--tlscacert", str(d / "certs/ca.pem"), "--tlscert", str(d / "certs/server-cert.pem"),
+             "--tlskey", str(d / "certs/server-key.pem"), "--bridge", "none",
+             "--iptables=false", "--ip-masq=false", "--containerd-namespace", "maf-tls",
+             "--containerd-plugins-namespace", "maf-tls-plugins", "--log-level", "warn"],
+            stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
+
+        def up():
+            if proc.poll() is not None:
+                raise RuntimeError(f"dockerd exited {proc.returncode}:\n"
+                                   f"{log.read_text(errors='replace')[-2000:]}")
+            r = subprocess.run(["docker", "-H", f"unix://{sock}", "version", "--format",
+                                "{{.Server.APIVersion}}"], capture_output=True, timeout=30)
+            return r.returncode == 0
+        _wait(up, 90, "the TLS dockerd", log)
+        env = {**os.environ, "DOCKER_HOST": f"tcp://127.0.0.1:{port}",
+               "DOCKER_TLS_VERIFY": "1", "DOCKER_CERT_PATH": str(d / "certs/client")}
+        env.pop("DOCKER_CONTEXT", None)
+        yield {"env": env, "port": port, "port2": port2, "certs": d / "certs", "sock": sock,
+               "dir": d}
+    finally:
+        if proc is not None:
+            # Its containers first: they would hold the data root's mounts.
+            subprocess.run(f"docker -H unix://{d}/docker.sock ps -aq | xargs -r docker -H "
+                           f"unix://{d}/docker.sock rm -f", shell=True, capture_output=True,
+                           timeout=120)
+            _stop(proc)
+        subprocess.run(["umount", "-R", "-l", str(d / "data")], capture_output=True)
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def ssh_engine():
+    """An sshd on 127.0.0.1:PORT for root with one key; yields a dict: env (PATH with the
+    ssh wrapper first, DOCKER_HOST=ssh://root@127.0.0.1:PORT), port, dir, and bindir."""
+    d = Path(tempfile.mkdtemp(prefix="/tmp/maf-ssh-"))
+    proc = None
+    try:
+        port = free_port()
+        for key in ("host_key", "client_key", "other_key"):
+            _run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(d / key))
+        shutil.copy(d / "client_key.pub", d / "authorized_keys")
+        (d / "sshd_config").write_text(
+            f"Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\n"
+            f"AuthorizedKeysFile {d}/authorized_keys\nPermitRootLogin prohibit-password\n"
+            "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\n"
+            f"PidFile {d}/sshd.pid\nStrictModes no\nLogLevel ERROR\n")
+        host_pub = (d / "host_key.pub").read_text().split()
+        (d / "known_hosts").write_text(f"[127.0.0.1]:{port} {host_pub[0]} {host_pub[1]}\n")
+        for name, key in (("ssh_config", "client_key"), ("other_config", "other_key")):
+            (d / name).write_text(
+                f"Host *\n  IdentityFile {d}/{key}\n  IdentitiesOnly yes\n"
+                f"  UserKnownHostsFile {d}/known_hosts\n  StrictHostKeyChecking yes\n"
+                "  BatchMode yes\n  LogLevel ERROR\n")
+        bindir = d / "bin"
+        bindir.mkdir()
+        wrapper = bindir / "ssh"
+        wrapper.write_text(f"#!/bin/sh\nexec {SSH} -F \"${{MAF_SSH_CONFIG:-{d}/ssh_config}}\""
+                           " \"$@\"\n")
+        wrapper.chmod(0o755)
+        os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
+        log = d / "sshd.log"
+        proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(d / "sshd_config")],
+                                stdout=open(log, "wb"), stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        env = {**os.environ, "PATH": f"{bindir}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+               "DOCKER_HOST": f"ssh://root@127.0.0.1:{port}"}
+        for k in ("DOCKER_TLS_VERIFY", "DOCKER_TLS", "DOCKER_CERT_PATH", "DOCKER_CONTEXT"):
+            env.pop(k, None)
+
+        def up():
+            if proc.poll() is not None:
+                raise RuntimeError(f"sshd exited {proc.returncode}:\n"
+                                   f"{log.read_text(errors='replace')}")
+            r = subprocess.run(["docker", "version", "--format", "{{.Server.APIVersion}}"],
+                               capture_output=True, timeout=30, env=env)
+            return r.returncode == 0
+        _wait(up, 30, "sshd", log)
+        yield {"env": env, "port": port, "dir": d, "bindir": bindir}
+    finally:
+        if proc is not None:
+            _stop(proc, 10)
+        shutil.rmtree(d, ignore_errors=True)
+
+
+ENGINES = {"tls": tls_engine, "ssh": ssh_engine}
+
+
+def main(argv):
+    if len(argv) < 3 or argv[0] not in ENGINES or argv[1] != "--":
+        print("usage: engines.py tls|ssh -- COMMAND...", file=sys.stderr)
+        return 2
+    why = missing(argv[0])
+    if why:
+        if os.environ.get("REQUIRE_DOCKER") == "1":
+            print(f"engines.py: REQUIRE_DOCKER=1, but the {argv[0]} engine cannot be "
+                  f"started: {why}", file=sys.stderr)
+            return 1
+        print(f"engines.py: the {argv[0]} engine is skipped: {why}", file=sys.stderr)
+        return 0
+    with ENGINES[argv[0]]() as e:
+        print(f"engines.py: {argv[0]} engine up, DOCKER_HOST={e['env']['DOCKER_HOST']}",
+              file=sys.stderr, flush=True)
+        return subprocess.run(argv[2:], env=e["env"]).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
