@@ -3,8 +3,9 @@
  * stdout one end of a unix connection whose other end libcurl uses as it would a socket.
  * (libcurl 7.88 connects every socket its open callback gives, whatever its sockopt
  * callback says: the socket given is a fresh one, the address it connects to a listener of
- * this connection's alone in the abstract namespace; once it has connected, the end
- * accepted is ssh's stdio.) The process is started with posix_spawnp in a session of its own (the CLI's
+ * this connection's alone, in a directory of the backend's own (0700); once it has
+ * connected, the end accepted is ssh's stdio. A named one: libcurl reuses a connection only
+ * when its peer has a name, which an abstract socket's has not for it.) The process is started with posix_spawnp in a session of its own (the CLI's
  * setsid: a terminal's signals are not its), its stderr kept (the first 1 KiB) for the
  * sentence of a connection that fails. A connection closed ends its stdin, which ends
  * dial-stdio and so ssh; it is reaped when it has, and at the latest when the backend is
@@ -18,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stddef.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -40,6 +40,7 @@ struct ssh_kid {
 	pid_t pid;                 /* 0 until started */
 	int fd;                    /* the connection's end libcurl holds, -1 once closed */
 	int listen;                /* what it connects to, until ssh has the other end */
+	char path[108];            /* the listener's name, until then */
 	int errfd;                 /* its stderr, -1 once read to its end */
 	char err[ERR_KEEP + 1];
 	size_t errlen;
@@ -49,6 +50,7 @@ struct ssh_kid {
 struct docker_ssh {
 	pthread_mutex_t lock;
 	uint64_t ids;
+	char dir[64];              /* the listeners' directory, made at the first connection */
 	struct ssh_kid *kids;
 };
 
@@ -90,6 +92,14 @@ static void take_stderr(struct ssh_kid *k)
 	}
 }
 
+/* The listener's name, gone once it has served (its path is kept in the peer's address). */
+static void unlink_listener(struct ssh_kid *k)
+{
+	if (k->path[0])
+		unlink(k->path);
+	k->path[0] = '\0';
+}
+
 /* Reaps the processes whose connections are closed and that have ended; s->lock held. */
 static void reap(struct docker_ssh *s)
 {
@@ -102,6 +112,7 @@ static void reap(struct docker_ssh *s)
 				close(k->errfd);
 			if (k->listen >= 0)
 				close(k->listen);
+			unlink_listener(k);
 			free(k);
 			continue;
 		}
@@ -113,25 +124,30 @@ int mafh__docker_ssh_prepare(struct docker_ssh *s, int *fd, uint64_t *id, void *
 			     unsigned *addr_len, struct mafh_error *err)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	unsigned char rnd[12];
 	struct ssh_kid *k;
 	socklen_t len;
-	int i, e;
+	uint64_t n;
+	int e;
 
 	*fd = -1;
 	k = calloc(1, sizeof(*k));
 	if (!k)
 		return mafh__error_set(err, MAFH_ENOMEM, "out of memory starting ssh");
 	k->fd = k->listen = k->errfd = -1;
-	/* A name no one can guess, in the abstract namespace (nothing on a filesystem). */
-	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
-		e = errno ? errno : EIO;
-		goto fail;
+	pthread_mutex_lock(&s->lock);
+	if (!s->dir[0]) {
+		snprintf(s->dir, sizeof(s->dir), "/tmp/maf-ssh-XXXXXX");
+		if (!mkdtemp(s->dir)) {
+			e = errno;
+			s->dir[0] = '\0';
+			pthread_mutex_unlock(&s->lock);
+			goto fail;
+		}
 	}
-	memcpy(sa.sun_path + 1, "maf-ssh-", 8);
-	for (i = 0; i < (int)sizeof(rnd); i++)
-		snprintf(sa.sun_path + 9 + 2 * i, 3, "%02x", rnd[i]);
-	len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 9 + 2 * sizeof(rnd));
+	n = ++s->ids;
+	pthread_mutex_unlock(&s->lock);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/c%llu", s->dir, (unsigned long long)n);
+	len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(sa.sun_path) + 1);
 	k->listen = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	k->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (k->listen < 0 || k->fd < 0 || bind(k->listen, (struct sockaddr *)&sa, len) < 0 ||
@@ -139,17 +155,20 @@ int mafh__docker_ssh_prepare(struct docker_ssh *s, int *fd, uint64_t *id, void *
 		e = errno;
 		goto fail;
 	}
+	snprintf(k->path, sizeof(k->path), "%s", sa.sun_path);
 	memcpy(addr, &sa, len);
 	*addr_len = (unsigned)len;
 	pthread_mutex_lock(&s->lock);
 	reap(s);
-	k->id = *id = ++s->ids;
+	k->id = *id = n;
 	k->next = s->kids;
 	s->kids = k;
 	pthread_mutex_unlock(&s->lock);
 	*fd = k->fd;
 	return 0;
 fail:
+	if (sa.sun_path[0] && k->listen >= 0)
+		unlink(sa.sun_path);
 	if (k->listen >= 0)
 		close(k->listen);
 	if (k->fd >= 0)
@@ -176,7 +195,8 @@ static int start(struct ssh_kid *k, char *const argv[], struct mafh_error *err)
 					 strerror(errno));
 	close(k->listen);
 	k->listen = -1;
-	/* Only this process knows the name; still, only its own connection is served. */
+	unlink_listener(k);
+	/* Only this process can reach the name; still, only its own connection is served. */
 	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.pid != getpid()) {
 		close(c);
 		return mafh__error_set(err, MAFH_EIO, "cannot set up a connection over ssh: "
@@ -314,6 +334,8 @@ void mafh__docker_ssh_free(struct docker_ssh *s)
 					kill(k->pid, SIGKILL);
 		nanosleep(&ts, NULL);
 	}
+	if (s->dir[0])
+		rmdir(s->dir);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
 }

@@ -172,7 +172,9 @@ def ssh_engine():
             f"Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\n"
             f"AuthorizedKeysFile {d}/authorized_keys\nPermitRootLogin prohibit-password\n"
             "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\n"
-            f"PidFile {d}/sshd.pid\nStrictModes no\nLogLevel ERROR\n")
+            f"PidFile {d}/sshd.pid\nStrictModes no\nLogLevel ERROR\n"
+            # Each connection is a session: many streams at once are many logins at once.
+            "MaxStartups 200\nMaxSessions 200\n")
         host_pub = (d / "host_key.pub").read_text().split()
         (d / "known_hosts").write_text(f"[127.0.0.1]:{port} {host_pub[0]} {host_pub[1]}\n")
         for name, key in (("ssh_config", "client_key"), ("other_config", "other_key")):
