@@ -466,11 +466,18 @@ def test_a_stopped_container(fresh_container):
 
 
 def test_docker_host(container, monkeypatch, tmp_path):
-    monkeypatch.setenv("DOCKER_HOST", "tcp://127.0.0.1:2375")
+    # tcp:// is reached as the docker CLI reaches it (tests/engines: TLS, ssh, contexts);
+    # nothing listens on port 1. A scheme the backend does not speak is a ConfigError.
+    monkeypatch.setenv("DOCKER_HOST", "tcp://127.0.0.1:1")
+    with pytest.raises(BackendError) as e:
+        asyncio.run(DockerSandbox(container).check())
+    assert str(e.value) == "cannot reach the Docker engine at tcp://127.0.0.1:1: Connection refused"
+    monkeypatch.setenv("DOCKER_HOST", "npipe:////./pipe/docker_engine")
     with pytest.raises(ConfigError) as e:
         asyncio.run(DockerSandbox(container).check())
-    assert str(e.value) == ("DOCKER_HOST is 'tcp://127.0.0.1:2375': the Docker backend "
-                            "reaches the engine through a unix socket only (unix:///PATH)")
+    assert str(e.value) == ("the Docker host 'npipe:////./pipe/docker_engine' is not one the "
+                            "Docker backend can reach: it takes unix:///PATH, tcp://HOST:PORT "
+                            "and ssh://[USER@]HOST[:PORT]")
     # A socket given wins over DOCKER_HOST.
     assert DockerSandbox(container, socket_path="/s").socket_path == "/s"
     asyncio.run(DockerSandbox(container, socket_path=engine_socket()).check())
