@@ -162,7 +162,9 @@ class OpArgs:
             enc = [os.fsencode(a) for a in argv]
             arr = (ctypes.c_char_p * (len(enc) + 1))(*enc, None)
             self._keep.append(arr)
-            self.op.argv = ctypes.cast(arr, ctypes.POINTER(ctypes.c_char_p))
+            # Assigned, not ctypes.cast: a cast array and its pointer hold each other (a
+            # cycle, left for a full collection).
+            self.op.argv = arr
         self.op.timeout_ms = int(timeout_ms)
         self.op.out_cap = int(out_cap)
         if path is not None:
@@ -171,7 +173,7 @@ class OpArgs:
         if data is not None:
             buf = ctypes.create_string_buffer(bytes(data), len(data) + 1)
             self._keep.append(buf)
-            self.op.data = ctypes.cast(buf, ctypes.c_void_p)
+            self.op.data = ctypes.addressof(buf)
             self.op.len = len(data)
         self.op.until_ms = int(until_ms)
         if cwd is not None:

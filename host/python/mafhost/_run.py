@@ -406,7 +406,6 @@ class _Run:
         self.stream: Optional[_Stream] = None
         self.keep: Keep = None
         self.handle = ctypes.c_void_p()
-        self.event_fn = _abi.EVENT_FN(self._event)
         self.tasks: Set[asyncio.Future[Any]] = set()
 
     def _event(self, evp: Any, _ud: Any) -> None:
@@ -859,7 +858,8 @@ def _options(lib: _abi.Library, o: _abi.RunOptions, r: _Run, spec: _Spec,
     if argv:
         arr = _cstrings(argv)
         keep.append(arr)
-        o.argv = ctypes.cast(arr, ctypes.POINTER(ctypes.c_char_p))
+        # Assigned, not ctypes.cast: a cast array and its pointer hold each other (a cycle).
+        o.argv = arr
     o.launcher = cs(spec.launcher or getattr(backend, "launcher_path", None))
     o.timeout_ms = int(spec.timeout * 1000)
     t = ctypes.c_int()
@@ -876,8 +876,11 @@ def _options(lib: _abi.Library, o: _abi.RunOptions, r: _Run, spec: _Spec,
     if spec.writable:
         arr = _cstrings(spec.writable)
         keep.append(arr)
-        o.writable = ctypes.cast(arr, ctypes.POINTER(ctypes.c_char_p))
+        o.writable = arr
     o.keep_run_dir = int(bool(spec.keep_run_dir))
-    o.on_event = r.event_fn
-    keep.append(r.event_fn)
+    # The callback is held by keep alone, not by r: r holding the callback that holds r would
+    # be a cycle, and every run would wait as garbage for a full collection.
+    event_fn = _abi.EVENT_FN(r._event)
+    o.on_event = event_fn
+    keep.append(event_fn)
     return keep
