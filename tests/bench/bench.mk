@@ -86,7 +86,9 @@ bench-transports: bench-docker
 # p50 and p99, wall time, and the host's threads and descriptors at their peak. Figures only,
 # with the targets beside them (current p50 / previous p50 no worse than 1.0 within 5%; at
 # 1000 runs every call answered, and CPU per call no higher than at 10) and a Markdown table
-# at the end; it fails only when a run of the current version does not complete.
+# at the end; it fails only when a run of the current version does not complete. The run
+# directories are on /dev/shm where it is a tmpfs (BENCH_PYTHON_FLAGS='--runs-in /tmp' puts
+# them on the disk, whose own cost per file the bench's docstring explains).
 BENCH_PYTHON_CALLS ?= 200
 BENCH_PYTHON_ROUNDS ?= 3
 BENCH_PYTHON_LEVELS ?= 1,10,100,1000

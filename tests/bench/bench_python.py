@@ -36,8 +36,13 @@ minutes after them, though they have all ended).
 Figures only, each beside its baseline measured in the same run, with the machine's load
 average at each part; at the end a Markdown table (one row per version and level). Nothing
 fails but a run of the current version that does not complete (exit status 1). Run
-directories are made in a temporary directory under $TMPDIR, the baseline's build in
-another; both are removed at the end."""
+directories are made in a temporary directory under --runs-in, /dev/shm by default where it is
+a tmpfs ($TMPDIR otherwise), the baseline's build in one under $TMPDIR; both are removed at
+the end. The run directories' file system is printed with the figures: on a disk's ext4
+without a journal (as on many virtual machines), creating a file costs a scan past every
+inode deleted in the last seconds (the kernel's recently_deleted() in find_inode_bit()), so
+1,000 runs' files created and removed at once make each creation dearer, a cost of the
+disk and not of the host; `--runs-in /tmp` measures it."""
 import argparse
 import json
 import os
@@ -88,6 +93,30 @@ def ms(us):
 def pct(values, q):
     s = sorted(values)
     return s[min(len(s) - 1, max(0, int(round(q * (len(s) - 1)))))]
+
+
+def fs_type(path):
+    """The file system type of the mount holding path (the longest mount point over it)."""
+    path, best, kind = os.path.realpath(path), "", "unknown"
+    try:
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                fields = line.split()
+                point = fields[4].encode().decode("unicode_escape")
+                sep = fields.index("-")
+                under = path == point or path.startswith(point.rstrip("/") + "/")
+                if under and len(point) >= len(best):
+                    best, kind = point, fields[sep + 1]
+    except (OSError, ValueError, IndexError):
+        pass
+    return kind
+
+
+def default_runs_in():
+    """/dev/shm where it is a writable tmpfs, else $TMPDIR (or /tmp)."""
+    if fs_type("/dev/shm") == "tmpfs" and os.access("/dev/shm", os.W_OK | os.X_OK):
+        return "/dev/shm"
+    return os.environ.get("TMPDIR", "/tmp")
 
 
 def load_avg():
@@ -384,6 +413,9 @@ def main():
     ap.add_argument("--tp", default=str(ROOT / "build" / "third_party"),
                     help="the third-party build the baseline's make reuses (TP)")
     ap.add_argument("--timeout", type=float, default=600, help="a run's timeout, s")
+    ap.add_argument("--runs-in", default=None,
+                    help="where the run directories are made (default: /dev/shm where it is "
+                    "a tmpfs, else $TMPDIR); its file system is printed with the figures")
     ap.add_argument("--tolerance", type=float, default=0.05,
                     help="how far past a ratio's target still counts as met (noise)")
     ap.add_argument("--settle", type=float, default=60,
@@ -393,7 +425,10 @@ def main():
     sys.stdout.reconfigure(line_buffering=True)
     t_start = time.monotonic()
     tmpdir = os.environ.get("TMPDIR", "/tmp")
-    base = tempfile.mkdtemp(prefix="mafhost-bench-", dir=tmpdir)
+    runs_in = a.runs_in or default_runs_in()
+    if not os.path.isdir(runs_in):
+        sys.exit(f"bench-python: --runs-in {runs_in}: not a directory")
+    base = tempfile.mkdtemp(prefix="mafhost-bench-", dir=runs_in)
     os.chmod(base, 0o711)
     prev_tmp = None
     try:
@@ -403,7 +438,7 @@ def main():
         versions = [current]
         who = "root" if os.getuid() == 0 else f"uid {os.getuid()}"
         print(f"make bench-python: mafhost on the local backend, as {who}, {os.cpu_count()} "
-              f"CPUs, load {load_avg()}")
+              f"CPUs, load {load_avg()}; run directories in {runs_in} ({fs_type(base)})")
         print(f"  current:  package {current.package}, library {current.library}, "
               f"launcher {current.launcher}")
         if a.baseline_dir:
