@@ -39,7 +39,10 @@ int mafh__docker_engine_error(struct docker *d, const struct docker_reply *r, co
 				       "this client does not: set DOCKER_TLS_VERIFY=1 (with ca.pem, "
 				       "cert.pem and key.pem in DOCKER_CERT_PATH), or DOCKER_TLS=1",
 				       mafh__docker_http_socket(d->http));
-	if (r->status == 404 && strncmp(msg, "No such container", 17) == 0)
+	if (mafh__docker_not_running(msg))
+		return mafh__error_set(err, MAFH_EIO, "%s failed: the container is not running",
+				       what);
+	if (r->status == 404 && mafh__docker_no_such_container(msg))
 		return mafh__error_set(err, MAFH_ENOENT, "there is no container '%s' on the "
 				       "Docker engine at %s", d->name,
 				       mafh__docker_http_socket(d->http));

@@ -112,6 +112,25 @@ long mafh__docker_upgrade_head(const char *buf, size_t len, long *status);
  * reuses a relayed response that way): the data landed whole. */
 int mafh__docker_written_then_gone(const char *message, const char *path);
 
+/* 1 when message (an error reply's, as mafh__docker_message made it) says the container is
+ * not there: dockerd's "No such container: NAME", Podman's "no container with name or ID
+ * \"NAME\" found: no such container". */
+int mafh__docker_no_such_container(const char *message);
+/* 1 when message says the container is not running: dockerd's "Container ID is not
+ * running", Podman's "can only create exec sessions on running containers: container
+ * state improper". */
+int mafh__docker_not_running(const char *message);
+/* Podman's account of an exec it could not start, in the exec's stderr: its first line,
+ * "Error: " and the runtime's reason ending in "OCI runtime attempted to invoke a command
+ * that was not found" or "OCI permission denied". 1 and the reason (without "Error: ",
+ * printable, at most size - 1 bytes) in buf, else 0. */
+int mafh__docker_libpod_start_error(const char *err, size_t len, char *buf, size_t size);
+/* The length of err[0..len) without Podman's own last line, which it adds to an exec's
+ * stderr when the exec's attach socket closes under it: "Error: read unixpacket (or write)
+ * @->/proc/self/fd/N/attach: read: connection reset by peer\n" (so the program's own
+ * stderr is what is kept). */
+size_t mafh__docker_libpod_stderr_len(const char *err, size_t len);
+
 /* ---- docker_tar.c --------------------------------------------------------------------- */
 
 /* A tar of one entry named name (relative: no leading '/'), owned by 0:0, with mode's
@@ -206,6 +225,8 @@ int64_t mafh__docker_http_requests(const struct docker_http *h);
 void mafh__docker_http_count(struct docker_http *h);
 /* Where the engine is, for sentences: the socket's path, tcp://HOST:PORT or the ssh URL. */
 const char *mafh__docker_http_socket(const struct docker_http *h);
+/* 1 once an answer of the engine came from Podman (its Server header says Libpod/). */
+int mafh__docker_http_libpod(struct docker_http *h);
 /* The endpoint h reaches (borrowed). */
 const struct docker_endpoint *mafh__docker_http_endpoint(const struct docker_http *h);
 

@@ -161,6 +161,18 @@ static int exec_end(struct docker_task *t, struct mafh_op_result *res)
 		printable(msg, sizeof(msg), s->syserr, s->syserr_len);
 		return mafh__error_set(&res->detail, MAFH_EIO, "%s failed: %s", t->what, msg);
 	}
+	if (mafh__docker_http_libpod(t->d->http)) {
+		/* Podman gives every ended exec Pid 0, and says it could not start the command in
+		 * the exec's stderr alone; it may end that stderr with a line of its own. */
+		s->err_len = mafh__docker_libpod_stderr_len(s->err, s->err_len);
+		if ((t->es.exit_code == 126 || t->es.exit_code == 127) &&
+		    mafh__docker_libpod_start_error(s->err, s->err_len, msg, sizeof(msg)))
+			return mafh__error_set(&res->detail, MAFH_EIO, "the Docker engine could not "
+					       "start %s in the container '%s': %s", t->op->argv[0],
+					       t->d->name, msg);
+		res->exec.exit_code = t->es.exit_code;
+		return 0;
+	}
 	/* A command the engine could not start never had a process; the engine's reason is
 	 * the one line it wrote into the stream. */
 	if (t->es.pid == 0 && (t->es.exit_code == 126 || t->es.exit_code == 127)) {

@@ -55,6 +55,13 @@ static int read_headers(void *ud, long status, const char *ps, size_t ps_len)
 {
 	struct docker_read_state *s = ud;
 
+	/* Podman answers 404 for a symbolic link whose target is absent, with the link's
+	 * path-stat: the link is there, and is no regular file. */
+	if (status == 404 && ps && mafh__docker_path_stat_decode(ps, ps_len, &s->ps) == 0 &&
+	    s->ps.type == MAFH_FILE_SYMLINK) {
+		s->decided = 1;
+		return -1;
+	}
 	if (status != 200 || !ps)
 		return 0;
 	if (mafh__docker_path_stat_decode(ps, ps_len, &s->ps) < 0) {
@@ -126,14 +133,14 @@ static int get_done(struct docker_task *t, struct mafh_op_result *res)
 		return mafh__error_set(err, MAFH_ENOMEM, "out of memory reading %s", t->op->path);
 	if (t->r.timed_out)
 		return mafh__docker_timed_out(t->d, t->what, t->req.timeout_ms, err);
-	if (t->r.status == 404) {
+	if (t->r.status == 404 && !s->decided) {
 		mafh__docker_message(t->r.body, t->r.body_len, msg, sizeof(msg));
-		if (strncmp(msg, "No such container", 17) == 0)
+		if (mafh__docker_no_such_container(msg))
 			return mafh__docker_engine_error(t->d, &t->r, t->what, err);
 		res->read.status = MAFH_READ_ABSENT;
 		return 0;
 	}
-	if (t->r.status != 200)
+	if (t->r.status != 200 && !s->decided)
 		return mafh__docker_engine_error(t->d, &t->r, t->what, err);
 	if (s->bad_header)
 		return mafh__error_set(err, MAFH_EPROTO, "%s failed: the Docker engine's path-stat "
@@ -156,6 +163,16 @@ static int head_done(struct docker_task *t, int64_t now, struct mafh_op_result *
 
 	if (t->r.timed_out)
 		return mafh__docker_timed_out(t->d, t->what, t->req.timeout_ms, err);
+	/* Podman answers 404 for a symbolic link whose target is absent, with the link's
+	 * path-stat (Docker never sends one with a 404). */
+	if (t->r.status == 404 && t->r.has_path_stat &&
+	    mafh__docker_path_stat_decode(t->r.path_stat, t->r.path_stat_len, &ps) == 0 &&
+	    ps.type == MAFH_FILE_SYMLINK) {
+		res->stat.exists = 1;
+		res->stat.size = ps.size;
+		res->stat.type = ps.type;
+		return 0;
+	}
 	if (t->r.status == 200) {
 		if (!t->r.has_path_stat ||
 		    mafh__docker_path_stat_decode(t->r.path_stat, t->r.path_stat_len, &ps) < 0)

@@ -549,7 +549,18 @@ static int stdio_pull(struct docker_stdio *s, size_t budget)
 	if (rc >= 0)
 		return rc;
 	if (rc == MAFH_EPIPE) {
-		snprintf(line, sizeof(line), "%.*s", (int)strcspn(s->errbuf, "\n"), s->errbuf);
+		/* The first line of stderr that is the command's: not the one Podman adds when
+		 * the exec's attach socket closes under it. */
+		const char *at = s->errbuf;
+
+		while (*at) {
+			size_t n = strcspn(at, "\n");
+
+			if (at[n] != '\n' || mafh__docker_libpod_stderr_len(at, n + 1) == n + 1)
+				break;
+			at += n + 1;
+		}
+		snprintf(line, sizeof(line), "%.*s", (int)strcspn(at, "\n"), at);
 		snprintf(why, sizeof(why), "the stream of %s has ended%s%s", s->name,
 			 line[0] ? ": " : "", line);
 		stdio_break(s, MAFH_EPIPE, why);

@@ -46,6 +46,7 @@ struct docker_http {
 	struct docker_endpoint ep;
 	struct docker_ssh *ssh;    /* SSH: the connections' processes */
 	atomic_int_fast64_t requests;
+	atomic_int libpod;         /* an answer came from Podman (its Server header) */
 	pthread_mutex_t lock;      /* the pool */
 	struct slot *idle;
 	int nidle;
@@ -102,6 +103,7 @@ int mafh__docker_http_new(struct docker_endpoint *ep, struct docker_http **out,
 	h->ep = *ep;
 	memset(ep, 0, sizeof(*ep));
 	atomic_init(&h->requests, 0);
+	atomic_init(&h->libpod, 0);
 	pthread_mutex_init(&h->lock, NULL);
 	*out = h;
 	return 0;
@@ -147,6 +149,11 @@ void mafh__docker_http_count(struct docker_http *h)
 const char *mafh__docker_http_socket(const struct docker_http *h)
 {
 	return h->ep.where;
+}
+
+int mafh__docker_http_libpod(struct docker_http *h)
+{
+	return atomic_load(&h->libpod);
 }
 
 const struct docker_endpoint *mafh__docker_http_endpoint(const struct docker_http *h)
@@ -256,6 +263,9 @@ static size_t on_header(char *p, size_t size, size_t nmemb, void *ud)
 		}
 		return n;
 	}
+	/* Podman names itself in every answer ("Server: Libpod/4.3.1 (linux)"). */
+	if (n > 15 && strncasecmp(p, "Server: Libpod/", 15) == 0)
+		atomic_store(&x->h->libpod, 1);
 	if (n > strlen(PATH_STAT_HEADER) &&
 	    strncasecmp(p, PATH_STAT_HEADER, strlen(PATH_STAT_HEADER)) == 0) {
 		size_t vlen = n - strlen(PATH_STAT_HEADER);

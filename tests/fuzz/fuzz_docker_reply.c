@@ -1,10 +1,12 @@
 /* libFuzzer target: what the Docker backend reads from the engine besides an exec's stream
  * (host/backends/docker_parse.c): the X-Docker-Container-Path-Stat header (base64 of JSON
  * whose name and link target a container's process chose), error messages, exec and
- * container inspections, and the message that says a written file was taken at once. The
- * first input byte picks the parser.
+ * container inspections, the message that says a written file was taken at once, and
+ * Podman's words: its errors' messages, and the lines it adds to an exec's stderr (which is
+ * the guest's own otherwise). The first input byte picks the parser.
  * Oracle: what is accepted is in range; a message is printable, bounded and NUL-terminated;
- * base64 decodes to at most three bytes in four, and decodes again the same. */
+ * base64 decodes to at most three bytes in four, and decodes again the same; what is cut
+ * from a stderr is its last line, whole. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +31,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(buf, data + 1, len);
 	buf[len] = '\0';
-	switch (data[0] % 6) {
+	switch (data[0] % 7) {
 	case 0:
 		if (mafh__docker_path_stat_decode(buf, len, &ps) == 0 &&
 		    (ps.size < 0 || ps.size > 9007199254740992LL ||
@@ -77,6 +79,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 						    strlen(status)))
 			abort();
 		break;
+	case 6: {
+		size_t keep = mafh__docker_libpod_stderr_len(buf, len);
+
+		(void)mafh__docker_no_such_container(buf);
+		(void)mafh__docker_not_running(buf);
+		if (mafh__docker_libpod_start_error(buf, len, msg, sizeof(msg))) {
+			if (len < 7 || memcmp(buf, "Error: ", 7) != 0 || strlen(msg) >= sizeof(msg))
+				abort();
+			for (i = 0; msg[i]; i++)
+				if ((unsigned char)msg[i] < 0x20 || msg[i] == 0x7f)
+					abort();
+		}
+		if (keep > len || (keep < len && ((keep > 0 && buf[keep - 1] != '\n') ||
+						  buf[len - 1] != '\n' ||
+						  memchr(buf + keep, '\n', len - keep - 1))))
+			abort();
+		break;
+	}
 	default: {
 		/* The path is the input's first line, the message the rest. */
 		char *nl = memchr(buf, '\n', len);

@@ -381,6 +381,71 @@ static void test_written_then_gone(void **state)
 	assert_false(mafh__docker_written_then_gone("", "/w/f104"));
 }
 
+/* Podman's words, told apart from dockerd's and from a program's own. */
+static void test_podman_messages(void **state)
+{
+	static const char start[] = "Error: runc: exec failed: unable to start container "
+				    "process: exec: \"/x\": stat /x: no such file or directory: OCI "
+				    "runtime attempted to invoke a command that was not found\n"
+				    "Error: read unixpacket @->/proc/self/fd/14/attach: read: "
+				    "connection reset by peer\n";
+	static const char trailer[] = "Error: write unixpacket @->/proc/self/fd/16/attach: "
+				      "write: connection reset by peer\n";
+	char msg[200], small[12], both[300];
+
+	(void)state;
+	assert_true(mafh__docker_no_such_container("No such container: c1"));
+	assert_true(mafh__docker_no_such_container("no container with name or ID \"c1\" found: "
+						   "no such container"));
+	assert_true(mafh__docker_no_such_container("the container doesn't exists: no container "
+						   "with name or ID \"c1\" found: no such "
+						   "container"));
+	assert_false(mafh__docker_no_such_container("no such container"));
+	assert_false(mafh__docker_no_such_container("no container with name or ID \"c1\" found"));
+	assert_false(mafh__docker_no_such_container(""));
+	assert_true(mafh__docker_not_running("Container 0123abc is not running"));
+	assert_true(mafh__docker_not_running("can only create exec sessions on running "
+					     "containers: container state improper"));
+	assert_false(mafh__docker_not_running("Container 0123abc is paused"));
+	assert_false(mafh__docker_not_running("is not running"));
+
+	/* The reason, without "Error: ", from the first line alone. */
+	assert_int_equal(mafh__docker_libpod_start_error(start, strlen(start), msg, sizeof(msg)),
+			 1);
+	assert_true(strncmp(msg, "runc: exec failed: ", 19) == 0);
+	assert_non_null(strstr(msg, "no such file or directory"));
+	assert_null(strchr(msg, '\n'));
+	/* Cut to the buffer. */
+	assert_int_equal(mafh__docker_libpod_start_error(start, strlen(start), small,
+							 sizeof(small)), 1);
+	assert_string_equal(small, "runc: exec ");
+	/* A program's own stderr, however like it, is not the engine's. */
+	assert_int_equal(mafh__docker_libpod_start_error("Error: my own failure\n", 22, msg,
+							 sizeof(msg)), 0);
+	assert_int_equal(mafh__docker_libpod_start_error("runc: x: OCI permission denied", 30,
+							 msg, sizeof(msg)), 0);
+	assert_int_equal(mafh__docker_libpod_start_error("", 0, msg, sizeof(msg)), 0);
+	assert_int_equal(mafh__docker_libpod_start_error("Error: x: OCI permission denied", 31,
+							 msg, sizeof(msg)), 1);
+	assert_string_equal(msg, "x: OCI permission denied");
+
+	/* Podman's last line goes; the program's lines stay. */
+	snprintf(both, sizeof(both), "hello from stderr\n%s", trailer);
+	assert_int_equal(mafh__docker_libpod_stderr_len(both, strlen(both)), 18);
+	assert_int_equal(mafh__docker_libpod_stderr_len(trailer, strlen(trailer)), 0);
+	assert_int_equal(mafh__docker_libpod_stderr_len(start, strlen(start)),
+			 strchr(start, '\n') + 1 - start);
+	/* Not a whole line, not its digits, not last: kept. */
+	assert_int_equal(mafh__docker_libpod_stderr_len(trailer, strlen(trailer) - 1),
+			 strlen(trailer) - 1);
+	snprintf(both, sizeof(both), "%sand then mine\n", trailer);
+	assert_int_equal(mafh__docker_libpod_stderr_len(both, strlen(both)), strlen(both));
+	snprintf(both, sizeof(both), "Error: read unixpacket @->/proc/self/fd/1x/attach: read: "
+		 "connection reset by peer\n");
+	assert_int_equal(mafh__docker_libpod_stderr_len(both, strlen(both)), strlen(both));
+	assert_int_equal(mafh__docker_libpod_stderr_len("", 0), 0);
+}
+
 /* ---- tars ----------------------------------------------------------------------------- */
 
 static void test_tar_round_trip(void **state)
@@ -509,6 +574,7 @@ int main(void)
 		cmocka_unit_test(test_message),
 		cmocka_unit_test(test_ids_and_states),
 		cmocka_unit_test(test_written_then_gone),
+		cmocka_unit_test(test_podman_messages),
 		cmocka_unit_test(test_tar_round_trip),
 		cmocka_unit_test(test_tar_cut_short_and_garbage),
 		cmocka_unit_test(test_tar_links_are_not_regular),
