@@ -244,16 +244,20 @@ hostile-guest: all
 		-p no:cacheprovider tests/hostile-guest
 
 # The Docker backend against engines the tests start (tests/engines/engines.py): a dockerd
-# behind TLS on 127.0.0.1 (certificates made by openssl, a client without one refused) and
-# this machine's engine over ssh to 127.0.0.1 (dial-stdio). Their own tests (the sentences
-# of each certificate and connection error, contexts), then the whole of tests/docker over
-# each. Skipped where one cannot be started, unless REQUIRE_DOCKER=1.
+# behind TLS on 127.0.0.1 (certificates made by openssl, a client without one refused),
+# this machine's engine over ssh to 127.0.0.1 (dial-stdio), and Podman's Docker-compatible
+# service as root. Their own tests (the sentences of each certificate and connection error,
+# contexts), then the whole of tests/docker over each, and the image tests (the images
+# built into it) over Podman. Skipped where one cannot be started, unless REQUIRE_DOCKER=1.
 engines: all $(PROBE_BIN) $(BUILD)/docker/docker_ops
 	MAF_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -p no:cacheprovider tests/engines
 	MAF_BUILD=$(abspath $(BUILD)) $(PYTHON) tests/engines/engines.py tls -- \
 		$(PYTHON) -m pytest -q -p no:cacheprovider tests/docker
 	MAF_BUILD=$(abspath $(BUILD)) $(PYTHON) tests/engines/engines.py ssh -- \
 		$(PYTHON) -m pytest -q -p no:cacheprovider tests/docker
+	MAF_BUILD=$(abspath $(BUILD)) $(PYTHON) tests/engines/engines.py podman -- sh -c \
+		'$(PYTHON) -m pytest -q -p no:cacheprovider tests/docker && \
+		$(MAKE) --no-print-directory images-test'
 
 # The Docker backend against the engine (tests/docker): docker_ops drives it through
 # libmafhost's API, maf-host run drives whole runs. Skipped where no engine answers, unless

@@ -231,9 +231,65 @@ def run_dirs(name):
                        if m.name.startswith("tmp/maf-host-")})
 
 
+def _status(pid):
+    """(ppid, depth of its pid namespace) of /proc/pid, or None when it has ended."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            fields = dict(line.split(":", 1) for line in f if ":" in line)
+        return int(fields["PPid"]), len(fields["NSpid"].split())
+    except (OSError, KeyError, ValueError):
+        return None
+
+
 def processes(name):
-    out = docker("top", name, "-eo", "pid,args").stdout.decode().splitlines()[1:]
-    return [line.split(None, 1)[1] for line in out if line.strip()]
+    """The command lines of the container's processes, its init's first, read from /proc
+    (the engines the tests drive run on this machine), as `docker top` lists them: every
+    process of its init's pid namespace, and of the namespaces made below it (a process in
+    one descends from a process of the container's). Podman's `docker top` cannot list a
+    container's processes by fields, so the tests do not ask the engine."""
+    pid = int(docker("inspect", "-f", "{{.State.Pid}}", name).stdout.decode().strip() or 0)
+    try:
+        ns = os.readlink(f"/proc/{pid}/ns/pid")
+    except OSError:
+        return []
+    init = _status(pid)
+    if pid <= 0 or init is None:
+        return []
+
+    def inside(p, hops=64):
+        while hops > 0:
+            try:
+                if os.readlink(f"/proc/{p}/ns/pid") == ns:
+                    return True
+            except OSError:
+                return False
+            st = _status(p)
+            if st is None or st[1] <= init[1]:
+                return False  # not in a namespace below the container's
+            p, hops = st[0], hops - 1
+        return False
+
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or not inside(int(entry)):
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().rstrip(b"\0").split(b"\0")
+            if argv == [b""]:  # a zombie has no command line left: its name, as ps shows it
+                with open(f"/proc/{entry}/comm", "rb") as f:
+                    argv = [b"[" + f.read().strip() + b"]"]
+        except OSError:  # ended meanwhile
+            continue
+        found.append((int(entry) != pid, int(entry), b" ".join(argv).decode(errors="replace")))
+    return [args for _, _, args in sorted(found)]
+
+
+def engine_is_podman():
+    """True when the engine the tests drive is Podman's Docker-compatible service."""
+    out = docker("version", "--format", "{{range .Server.Components}}{{.Name}};{{end}}",
+                 check=False).stdout.decode()
+    return "Podman Engine" in out
 
 
 def only_init_left(name, timeout=10.0):

@@ -6,6 +6,7 @@ import errno
 
 import pytest
 
+from conftest import engine_is_podman
 from test_backend import pattern
 
 E2BIG, EPIPE = -errno.E2BIG, -errno.EPIPE
@@ -63,10 +64,19 @@ def test_a_stream_that_ends_says_so_with_its_stderr(backend):
     assert r["rc"] == 0, r["message"]
     got = r["results"][0]
     assert got["open"] == [0, ""]
-    assert got["out"] == b"hello from stdout\n"
     assert got["ended"] is True
-    assert got["end"] == [0, "the stream of /hello has ended: hello from stderr"]
     assert got["close"] == [0, ""] and got["state_left"] is False
+    if engine_is_podman():
+        # Podman may drop all the output of a command that ends without reading its stdin
+        # (its issues 3302 and 11446; the launcher's supervisor reads its stdin to the end,
+        # so a run's stream is whole): all of it, or none. Its own line about the closed
+        # attach socket is never the one the end carries.
+        assert (got["out"], got["end"]) in (
+            (b"hello from stdout\n", [0, "the stream of /hello has ended: hello from stderr"]),
+            (b"", [0, "the stream of /hello has ended"])), got
+        return
+    assert got["out"] == b"hello from stdout\n"
+    assert got["end"] == [0, "the stream of /hello has ended: hello from stderr"]
 
 
 def test_a_stream_of_a_command_that_cannot_start(backend):
@@ -75,10 +85,13 @@ def test_a_stream_of_a_command_that_cannot_start(backend):
     r = backend("streams", argv=["/no-such-command"], hex=[(b"x" * 4096).hex()])
     got = r["results"][0]
     assert got["open"] == [0, ""]
-    assert b"no such file or directory" in got["out"]
     assert got["ended"] is True
     assert got["end"][0] == 0
     assert got["end"][1].startswith("the stream of /no-such-command has ended")
+    # dockerd writes its reason as the command's stdout, Podman as its stderr, which the
+    # end's sentence carries.
+    assert b"no such file or directory" in (got["end"][1].encode() if engine_is_podman()
+                                            else got["out"])
 
 
 def test_exec_timeout_keeps_what_came(backend):
@@ -184,7 +197,13 @@ def test_exec_input_is_the_commands_stdin(stdin_backend):
     r = b("exec", argv=["/hello", "3"], stdin_hex=(b"x" * 200000).hex(), timeout_ms=60000,
           out_cap=100)
     assert (r["rc"], r["exit_code"]) == (0, 3), r["message"]
-    assert (r["out"], r["err"]) == (b"hello from stdout\n", b"hello from stderr\n")
+    if engine_is_podman():
+        # Podman may drop the output of a command that ends without reading its stdin
+        # (its issues 3302 and 11446): each stream whole, or none of it.
+        assert r["out"] in (b"hello from stdout\n", b"") and \
+            r["err"] in (b"hello from stderr\n", b""), r
+    else:
+        assert (r["out"], r["err"]) == (b"hello from stdout\n", b"hello from stderr\n")
     # Empty.
     r = b("exec", argv=["/echo_stdin"], stdin_hex="", timeout_ms=60000, out_cap=100)
     assert (r["rc"], r["exit_code"], r["out"]) == (0, 0, b"")

@@ -4,14 +4,20 @@
   127.0.0.1 and localhost), a client's, and a stranger CA with a client of its own;
 - ssh: an sshd on 127.0.0.1 taking one key, through which `ssh HOST docker system
   dial-stdio` reaches this machine's own engine, as the docker CLI's ssh:// does; `ssh` is
-  a wrapper first in PATH that gives the real one this sshd's config (key, known host).
+  a wrapper first in PATH that gives the real one this sshd's config (key, known host);
+- podman: Debian's Podman as root, its Docker-compatible API served by `podman system
+  service` on a unix socket of its own, with storage of its own (overlay) and a
+  containers.conf of its own (cgroupfs, events to a file: no systemd here; descriptor and
+  process limits runc can set).
 Each yields the environment a client reaches it with (DOCKER_HOST and TLS's variables, or
 PATH), and on leaving stops what it started and removes what it made.
 
-As a command: python3 tests/engines/engines.py tls|ssh -- COMMAND... runs COMMAND in that
-environment (how make engines runs tests/docker against each) and exits with its status."""
+As a command: python3 tests/engines/engines.py tls|ssh|podman -- COMMAND... runs COMMAND in
+that environment (how make engines runs tests/docker against each) and exits with its
+status."""
 import contextlib
 import os
+import resource
 import shutil
 import signal
 import socket
@@ -22,6 +28,7 @@ import time
 from pathlib import Path
 
 DOCKERD = shutil.which("dockerd") or "/usr/sbin/dockerd"
+PODMAN = shutil.which("podman") or "/usr/bin/podman"
 SSHD = "/usr/sbin/sshd"
 SSH = shutil.which("ssh") or "/usr/bin/ssh"
 
@@ -38,6 +45,11 @@ def missing(kind):
         return "no openssl (make setup installs it)"
     if kind == "tls" and not os.path.exists(DOCKERD):
         return "no dockerd (make setup installs docker.io)"
+    if kind == "podman":
+        if not os.path.exists(PODMAN):
+            return "no podman (make setup installs it)"
+        if shutil.which("docker") is None:
+            return "no docker CLI to reach it with"
     if kind == "ssh":
         if not os.path.exists(SSHD) or shutil.which("ssh-keygen") is None:
             return "no sshd (make setup installs openssh-server)"
@@ -213,12 +225,76 @@ def ssh_engine():
         shutil.rmtree(d, ignore_errors=True)
 
 
-ENGINES = {"tls": tls_engine, "ssh": ssh_engine}
+@contextlib.contextmanager
+def podman_engine():
+    """`podman system service` on a unix socket in a directory of its own, with its own
+    storage (--root, --runroot) and containers.conf; yields a dict: env (DOCKER_HOST
+    unix://SOCKET, CONTAINERS_CONF), sock, dir. On leaving: its containers removed, the
+    service stopped, conmon processes it left ended, its mounts undone, the directory
+    removed."""
+    d = Path(tempfile.mkdtemp(prefix="/tmp/maf-podman-"))
+    proc = None
+    conf = d / "containers.conf"
+    # As root, Podman gives a container the kernel's largest descriptor and process limits,
+    # which runc cannot set above the service's own (EPERM, "error setting rlimits"): the
+    # descriptor limit here instead, as dockerd's containers inherit dockerd's, and a
+    # process limit of 32,768 at most (runc was refused this machine's own, 96,362, too).
+    limits = []
+    for name, which, cap in (("nofile", resource.RLIMIT_NOFILE, None),
+                             ("nproc", resource.RLIMIT_NPROC, 32768)):
+        soft, hard = resource.getrlimit(which)
+        soft = hard if soft == resource.RLIM_INFINITY else soft
+        if hard != resource.RLIM_INFINITY or cap:
+            top = min(x for x in (soft, hard, cap) if x is not None and x >= 0)
+            limits.append(f'"{name}={top}:{top}"')
+    conf.write_text(f'[containers]\ndefault_ulimits = [{", ".join(limits)}]\n'
+                    '[engine]\ncgroup_manager = "cgroupfs"\nevents_logger = "file"\n'
+                    f'events_logfile_path = "{d}/events.log"\n')
+    sock = d / "podman.sock"
+    base = [PODMAN, "--root", str(d / "root"), "--runroot", str(d / "run"),
+            "--storage-driver", "overlay"]
+    penv = {**os.environ, "CONTAINERS_CONF": str(conf)}
+    try:
+        log = d / "service.log"
+        proc = subprocess.Popen(base + ["system", "service", "--time=0", f"unix://{sock}"],
+                                stdout=open(log, "wb"), stderr=subprocess.STDOUT, env=penv,
+                                start_new_session=True)
+        env = {**os.environ, "DOCKER_HOST": f"unix://{sock}", "CONTAINERS_CONF": str(conf)}
+        for k in ("DOCKER_TLS_VERIFY", "DOCKER_TLS", "DOCKER_CERT_PATH", "DOCKER_CONTEXT"):
+            env.pop(k, None)
+
+        def up():
+            if proc.poll() is not None:
+                raise RuntimeError(f"podman system service exited {proc.returncode}:\n"
+                                   f"{log.read_text(errors='replace')[-2000:]}")
+            r = subprocess.run(["docker", "version", "--format", "{{.Server.APIVersion}}"],
+                               capture_output=True, timeout=30, env=env)
+            return r.returncode == 0
+        _wait(up, 60, "podman system service", log)
+        yield {"env": env, "sock": sock, "dir": d}
+    finally:
+        if proc is not None:
+            subprocess.run(base + ["rm", "-af", "-t", "0"], capture_output=True, env=penv,
+                           timeout=120)
+            _stop(proc)
+            # A container's conmon outlives the service; each names the run root.
+            subprocess.run(["pkill", "-KILL", "-f", f"conmon.*{d}/"], capture_output=True)
+            subprocess.run(base + ["system", "reset", "-f"], capture_output=True, env=penv,
+                           timeout=120)
+        for _ in range(3):
+            mounts = [line.split()[4] for line in open("/proc/self/mountinfo")
+                      if line.split()[4].startswith(f"{d}/")]
+            for m in sorted(mounts, key=len, reverse=True):
+                subprocess.run(["umount", "-l", m], capture_output=True)
+        shutil.rmtree(d, ignore_errors=True)
+
+
+ENGINES = {"tls": tls_engine, "ssh": ssh_engine, "podman": podman_engine}
 
 
 def main(argv):
     if len(argv) < 3 or argv[0] not in ENGINES or argv[1] != "--":
-        print("usage: engines.py tls|ssh -- COMMAND...", file=sys.stderr)
+        print("usage: engines.py tls|ssh|podman -- COMMAND...", file=sys.stderr)
         return 2
     why = missing(argv[0])
     if why:

@@ -14,7 +14,8 @@ def test_a_bare_container_starts_and_stops_with_code_0(containers, name):
     c = containers(name)
     assert c.state("Running") == "true"
     assert c.processes() == {}
-    docker("stop", c.name, timeout=60)
+    # -t 10 said: dockerd waits 10 s by default, Podman not at all (its StopTimeout is 0).
+    docker("stop", "-t", "10", c.name, timeout=60)
     # Ended by itself on SIGTERM: docker stop's SIGKILL after its grace would make it 137.
     assert c.state("ExitCode") == "0"
 
@@ -53,7 +54,8 @@ def test_docker_stop_ends_the_runs_and_exits_0(containers):
         run = c.run_dir(f"r{i}")
         assert c.launch(run, "python3", "-c", "import time; time.sleep(600)").returncode == 0
         runs.append(run)
-    docker("stop", c.name, timeout=60)
+    # -t 10 said: dockerd waits 10 s by default, Podman not at all (its StopTimeout is 0).
+    docker("stop", "-t", "10", c.name, timeout=60)
     assert c.state("ExitCode") == "0"
     # init passed SIGTERM on to every process and waited: each run ended with its markers.
     for run in runs:

@@ -104,6 +104,7 @@ def test_docker_stop_is_forwarded_to_cmd(containers):
     c = containers("python-noshell", args=["python3", "-c",
                                            "import time; print('up', flush=True); "
                                            "time.sleep(600)"])
-    docker("stop", c.name, timeout=60)
+    # -t 10 said: dockerd waits 10 s by default, Podman not at all (its StopTimeout is 0).
+    docker("stop", "-t", "10", c.name, timeout=60)
     # CMD ended by the SIGTERM init passed on, and init exited with its status: 128 + 15.
     assert c.state("ExitCode") == "143"
