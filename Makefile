@@ -179,8 +179,10 @@ $(BUILD)/libmafhost-internal.a: $(HOST_OBJ)
 $(BUILD)/maf-host: $(patsubst %.c,$(BUILD)/host-obj/%.o,$(HOSTCLI_SRC)) $(BUILD)/libmafhost-internal.a
 	$(CC) $(HOST_LDFLAGS) -o $@ $^ $(MAFH_LIBS)
 
-# Unit tests link the host library, the launcher's logic and cmocka.
-$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libmafhost-internal.a $(GUEST_HOSTOBJ)
+# Unit tests link the host library, the launcher's logic and cmocka. The headers beside
+# them hold the helpers that several test files share (a fixture each, static inline).
+$(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(BUILD)/libmafhost-internal.a \
+	$(GUEST_HOSTOBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(HOST_CFLAGS) -Iguest -Itests/unit -o $@ $< $(GUEST_HOSTOBJ) \
 		$(BUILD)/libmafhost-internal.a \
