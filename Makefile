@@ -55,6 +55,8 @@ MAFH_SO := libmafhost.so.$(MAFH_VERSION)
 # compiler does not inline it. The .pc's Libs.private: a host linking the archive gets these
 # shared, with their own dependencies (a fully static host needs their -dev packages' own).
 MAFH_LIBS := -lcurl -larchive -lm -lpthread
+# The header's parts, which it includes and make install puts beside it (include/mafhost/).
+MAFH_PARTS := $(wildcard host/include/mafhost/*.h)
 
 GUEST_SRC := $(wildcard guest/*.c)
 SHARED_SRC := $(wildcard shared/*.c)
@@ -139,7 +141,7 @@ $(BUILD)/host-obj/cJSON.o: $(TP_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CJSON_FLAGS) -g -fPIC $(SAN) -c $(TP)/cjson/cJSON.c -o $@
 $(BUILD)/host-obj/%.o: %.c $(TP_STAMP) $(wildcard guest/*.h shared/*.h host/include/*.h host/src/*.h \
-	host/backends/*.h)
+	host/backends/*.h) $(MAFH_PARTS)
 	@mkdir -p $(dir $@)
 	$(CC) $(HOST_CFLAGS) -fPIC -c $< -o $@
 
@@ -177,8 +179,10 @@ $(BUILD)/libmafhost-internal.a: $(HOST_OBJ)
 $(BUILD)/maf-host: $(patsubst %.c,$(BUILD)/host-obj/%.o,$(HOSTCLI_SRC)) $(BUILD)/libmafhost-internal.a
 	$(CC) $(HOST_LDFLAGS) -o $@ $^ $(MAFH_LIBS)
 
-# Unit tests link the host library, the launcher's logic and cmocka.
-$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libmafhost-internal.a $(GUEST_HOSTOBJ)
+# Unit tests link the host library, the launcher's logic and cmocka. The headers beside
+# them hold the helpers that several test files share (a fixture each, static inline).
+$(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(BUILD)/libmafhost-internal.a \
+	$(GUEST_HOSTOBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(HOST_CFLAGS) -Iguest -Itests/unit -o $@ $< $(GUEST_HOSTOBJ) \
 		$(BUILD)/libmafhost-internal.a \
@@ -342,12 +346,12 @@ INSTALL_COMPLETIONS := $(BUILD)/completions/maf-launch.bash $(BUILD)/completions
 
 # make install [PREFIX=/usr/local] [DESTDIR=]: the two programs, their man pages (MANDIR) and
 # bash completions (BASHCOMPLETIONDIR, each named after its command), the library (static
-# and shared), its header and libmafhost(3), its pkg-config file and the Python package
-# (PYTHONDIR), whose mafhost/_lib/ links to the library installed. The .pc and the link name
-# PREFIX, without DESTDIR.
+# and shared), its header with its parts (include/mafhost/) and libmafhost(3), its
+# pkg-config file and the Python package (PYTHONDIR), whose mafhost/_lib/ links to the
+# library installed. The .pc and the link name PREFIX, without DESTDIR.
 install: $(BUILD)/maf-launch $(BUILD)/maf-host $(BUILD)/libmafhost.a $(BUILD)/$(MAFH_SO) \
 	$(INSTALL_MAN1) $(INSTALL_MAN3) $(INSTALL_COMPLETIONS)
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/mafhost
 	install -m 0755 $(BUILD)/maf-launch $(BUILD)/maf-host $(DESTDIR)$(BINDIR)/
 	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(BASHCOMPLETIONDIR)
 	install -m 0644 $(INSTALL_MAN1) $(DESTDIR)$(MANDIR)/man1/
@@ -359,6 +363,7 @@ install: $(BUILD)/maf-launch $(BUILD)/maf-host $(BUILD)/libmafhost.a $(BUILD)/$(
 	ln -sf $(MAFH_SO) $(DESTDIR)$(LIBDIR)/$(MAFH_SONAME)
 	ln -sf $(MAFH_SONAME) $(DESTDIR)$(LIBDIR)/libmafhost.so
 	install -m 0644 host/include/mafhost.h $(DESTDIR)$(INCLUDEDIR)/
+	install -m 0644 $(MAFH_PARTS) $(DESTDIR)$(INCLUDEDIR)/mafhost/
 	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(PC_LIBDIR)' 'includedir=$(PC_INCLUDEDIR)' '' \
 		'Name: mafhost' \
 		'Description: host-tool calls for programs run by maf-launch in a sandbox' \

@@ -424,8 +424,8 @@ int mafp_launch_info_format(const struct mafp_launch_info *info, char *buf, size
 	if (info->pid < 0 || info->pid > INT32_MAX || info->supervisor_pid < 0 ||
 	    info->supervisor_pid > INT32_MAX || info->session < 0 || info->session > INT32_MAX)
 		return -1;
-	/* cJSON_PrintUnformatted's output for the same object (test_protocol checks it). The
-	 * strings are the launcher's own words, never escaped. */
+	/* cJSON_PrintUnformatted's output for the same object (test_protocol_json checks it).
+	 * The strings are the launcher's own words, never escaped. */
 	if (!info->identity[0]) {
 		n = snprintf(buf, size, "{\"pid\":%d,\"supervisor_pid\":%d,\"session\":%d}",
 			     (int)info->pid, (int)info->supervisor_pid, (int)info->session);

@@ -5,8 +5,9 @@
 #       setters), by host/cli/gen/docgen.c linked with maf-host's objects: the table the
 #       program parses and prints its help from.
 #   $(BUILD)/man/libmafhost.3
-#       from host/include/mafhost.h, whose comments are the API's reference, by
-#       host/gen/man3.py (which fails when a MAFH_API function would be missing).
+#       from host/include/mafhost.h and its parts (host/include/mafhost/), whose comments
+#       are the API's reference, by host/gen/man3.py (which fails when a MAFH_API function
+#       would be missing).
 HOSTDOC_GEN := $(BUILD)/gen/maf-host-docgen
 HOST_DOCS := $(BUILD)/man/maf-host.1 $(BUILD)/completions/maf-host.bash \
 	$(BUILD)/man/libmafhost.3
@@ -32,7 +33,7 @@ $(BUILD)/completions/maf-host.bash: $(HOSTDOC_GEN)
 	$(HOSTDOC_GEN) bash > $@.tmp
 	mv $@.tmp $@
 
-$(BUILD)/man/libmafhost.3: host/include/mafhost.h host/gen/man3.py
+$(BUILD)/man/libmafhost.3: host/include/mafhost.h $(MAFH_PARTS) host/gen/man3.py
 	@mkdir -p $(dir $@)
 	$(PYTHON) host/gen/man3.py --libs '$(MAFH_LIBS)' host/include/mafhost.h > $@.tmp
 	mv $@.tmp $@

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""libmafhost(3), written by the build from host/include/mafhost.h.
+"""libmafhost(3), written by the build from host/include/mafhost.h and its parts.
 
 The header is the API's reference (its comments say what each function does, takes,
 returns and fails with), so the man page is made from it rather than written beside it: the
@@ -7,16 +7,20 @@ header's first comment is the DESCRIPTION, each `/* ---- NAME ---- */` ruler a s
 with what the header puts under it (its prose, each function's prototype with the comment
 above it, each struct and enum with its fields and their comments, each group of
 #defines), and the MAFH_E* codes the ERRORS. A MAFH_API function that would be missing
-from the page, or a declaration this script cannot read, fails the build.
+from the page, or a declaration this script cannot read, fails the build. The header's
+parts (host/include/mafhost/*.h, each named by a quoted #include) are read where they are
+included, as the compiler reads them: the page is the one the whole header makes.
 
 usage: man3.py [--libs 'LIBS'] HEADER > libmafhost.3
   LIBS: what a static link needs beyond -lmafhost (the Makefile's MAFH_LIBS).
 """
 import argparse
+import os
 import re
 import sys
 
 RULER = re.compile(r"^/\* -{4} (.+?) -+ \*/$")
+INCLUDE = re.compile(r'^#include "([^"]+)"[ \t]*$', re.M)
 API_FN = re.compile(r"^MAFH_API\b[^;]*?\b(mafh_\w+)\s*\(", re.M)
 ERROR_CODE = re.compile(r"^MAFH_E[A-Z0-9]+$")
 PROTO_WIDTH = 72
@@ -44,6 +48,29 @@ def bold(text):
 
 
 # ---- the header, read -------------------------------------------------------------------
+
+def read_header(path):
+    """The header's text with each part it includes in its place. A part (a quoted #include,
+    found beside the file that includes it) gives what lies from its first ruler to its
+    closing #endif: its own comment and include guard are not the API's."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    base = os.path.dirname(path)
+
+    def part(m):
+        name = os.path.join(base, m.group(1))
+        try:
+            sub = read_header(name)
+        except OSError as e:
+            raise Error("%s: %s" % (m.group(1), e.strerror))
+        start = re.search(RULER.pattern, sub, re.M)
+        end = sub.rfind("\n#endif")
+        if not start or end < start.start():
+            raise Error("%s: no ruler, or no #endif after it" % m.group(1))
+        return sub[start.start():end].rstrip("\n") + "\n"
+
+    return INCLUDE.sub(part, text)
+
 
 def comment_lines(block):
     """The text lines of a /* ... */ block, without the comment's own marks, their
@@ -418,9 +445,8 @@ def main():
     ap.add_argument("--libs", default="-lcurl -larchive -lm -lpthread")
     ap.add_argument("header")
     a = ap.parse_args()
-    with open(a.header, encoding="utf-8") as f:
-        text = f.read()
     try:
+        text = read_header(a.header)
         top, sections = parse(text)
         version = re.search(r'^#define MAFH_VERSION "([^"]+)"', text, re.M)
         if not version:

@@ -35,7 +35,7 @@ $(BUILD)/fuzz/obj/guest/%.o: guest/%.c $(TP_STAMP) $(wildcard shared/*.h guest/*
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -Iguest -c $< -o $@
 $(BUILD)/fuzz/obj/%.o: %.c $(TP_STAMP) $(wildcard shared/*.h host/include/*.h host/src/*.h \
-	host/backends/docker.h)
+	host/backends/docker.h) $(MAFH_PARTS)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
 

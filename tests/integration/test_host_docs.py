@@ -16,6 +16,7 @@ from conftest import BUILD_TREE, HOST
 
 ROOT = Path(__file__).resolve().parents[2]
 HEADER = ROOT / "host" / "include" / "mafhost.h"
+PART = re.compile(r'^#include "([^"]+)"[ \t]*$', re.M)
 MAN3_PY = ROOT / "host" / "gen" / "man3.py"
 DOCGEN = BUILD_TREE / "gen" / "maf-host-docgen"
 MAN1 = BUILD_TREE / "man" / "maf-host.1"
@@ -199,12 +200,18 @@ def test_the_pages_render_without_a_warning():
         render(page, 80)
 
 
+def header_text(header=HEADER):
+    """The header as the compiler reads it: each part it includes (host/include/mafhost/*.h,
+    a quoted #include) in its place."""
+    return PART.sub(lambda m: header_text(header.parent / m.group(1)), header.read_text())
+
+
 def header_functions(text):
     return re.findall(r"^MAFH_API\b[^;]*?\b(mafh_\w+)\s*\(", text, re.M)
 
 
 def test_libmafhost_3_has_every_function_of_the_header():
-    header = HEADER.read_text()
+    header = header_text()
     fns = header_functions(header)
     assert len(fns) > 50, fns
     text = render(MAN3)
@@ -230,9 +237,15 @@ def test_libmafhost_3_has_every_function_of_the_header():
 
 
 def test_man3_follows_the_header(tmp_path):
-    """A function added to the header is on the page; a declaration the generator cannot
-    read fails it rather than leave something out."""
-    header = HEADER.read_text()
+    """A function added to the header (in one of its parts) is on the page; a declaration
+    the generator cannot read fails it rather than leave something out."""
+    include = tmp_path / "include"
+    shutil.copytree(HEADER.parent, include)
+    h = include / HEADER.name
+    part = next(p for p in sorted(include.rglob("*.h"))
+                if "/* ---- the blocking driver" in p.read_text())
+    assert part != h
+    header = part.read_text()
     added = header.replace(
         "/* ---- the blocking driver",
         "/* Does a new thing: 0, or MAFH_EINVAL. */\n"
@@ -240,18 +253,35 @@ def test_man3_follows_the_header(tmp_path):
         "\t\t\t   int how);\n\n"
         "/* ---- the blocking driver", 1)
     assert added != header
-    h = tmp_path / "mafhost.h"
-    h.write_text(added)
+    part.write_text(added)
     p = run([sys.executable, str(MAN3_PY), str(h)])
     assert p.returncode == 0, p.stderr
     out = p.stdout.decode()
     assert "int mafh_new_thing(struct mafh_run *run, int how);" in out
     assert "Does a new thing: 0, or MAFH_EINVAL." in out
-    h.write_text(header.replace("/* ---- the blocking driver",
-                                "int (*mafh_odd)(void) = 0, x;\n\n/* ---- the blocking driver",
-                                1))
+    part.write_text(header.replace("/* ---- the blocking driver",
+                                   "int (*mafh_odd)(void) = 0, x;\n\n"
+                                   "/* ---- the blocking driver", 1))
     p = run([sys.executable, str(MAN3_PY), str(h)])
     assert p.returncode != 0 and b"man3.py" in p.stderr, p
+
+
+def test_the_header_includes_each_of_its_parts(tmp_path):
+    """Every file of host/include/mafhost/ is a part of mafhost.h, included once (so its
+    functions are on libmafhost(3) and make install puts it beside the header); included
+    alone, a part refuses to compile, naming the header to include."""
+    parts = sorted(p.relative_to(HEADER.parent).as_posix()
+                   for p in (HEADER.parent / "mafhost").glob("*.h"))
+    assert parts, "no parts under host/include/mafhost"
+    assert sorted(PART.findall(HEADER.read_text())) == parts
+    cc = os.environ.get("CC", "cc")
+    if not shutil.which(cc):
+        pytest.skip(f"no C compiler {cc}")
+    for part in parts:
+        src = tmp_path / "part.c"
+        src.write_text(f"#include <{part}>\n")
+        p = run([cc, "-fsyntax-only", "-I", str(HEADER.parent), str(src)])
+        assert p.returncode != 0 and b"include <mafhost.h>" in p.stderr, (part, p)
 
 
 def test_no_name_of_maf_host_is_one_of_the_launchers():

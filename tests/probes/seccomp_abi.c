@@ -1,8 +1,8 @@
-/* Probe for tests/integration/test_seccomp.py: makes one getpid through another syscall ABI
- * of x86-64 and prints what it returned, "ABI ret=N errno=E". Under the default filter the
- * process should never get to print: libseccomp's x86_64 filter sends any number with the
- * x32 bit (0x40000000) and any call through int 0x80 (AUDIT_ARCH_I386) to the bad-arch
- * action, KILL_PROCESS. Usage: seccomp_abi native|x32|int80 */
+/* Probe for tests/integration/test_seccomp_live.py: makes one getpid through another syscall
+ * ABI of x86-64 and prints what it returned, "ABI ret=N errno=E". Under the default filter the
+ * process should never get to print: libseccomp's x86_64 filter sends any number with the x32
+ * bit (0x40000000) and any call through int 0x80 (AUDIT_ARCH_I386) to the bad-arch action,
+ * KILL_PROCESS. Usage: seccomp_abi native|x32|int80 */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>

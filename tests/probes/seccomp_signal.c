@@ -1,5 +1,5 @@
-/* Probe for tests/integration/test_seccomp.py: can the program reach its supervisor (its
- * parent) with a signal? Every check sends signal 0, which tests permission and delivers
+/* Probe for tests/integration/test_seccomp_live.py: can the program reach its supervisor
+ * (its parent) with a signal? Every check sends signal 0, which tests permission and delivers
  * nothing, and prints "NAME 0" or "NAME errno=N" like seccomp_syscalls.
  *   seccomp_signal checks     all the signal-0 checks, then "done"
  *   seccomp_signal sigio-kill arms SIGKILL to the supervisor through F_SETOWN/F_SETSIG on a

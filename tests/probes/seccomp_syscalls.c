@@ -1,8 +1,8 @@
-/* Probe for tests/integration/test_seccomp.py: makes each syscall the default seccomp filter
- * has an opinion on and prints one line per check, "NAME 0" when the call succeeded or
- * "NAME errno=N" when it failed, so the test can compare a filtered run with an unfiltered
- * one. Calls that would change the probe itself (namespaces, tracing) are made in a forked
- * child that reports through its exit status. Usage: seccomp_syscalls CHECK... | all */
+/* Probe for tests/integration/test_seccomp_live.py: makes each syscall the default seccomp
+ * filter has an opinion on and prints one line per check, "NAME 0" when the call succeeded or
+ * "NAME errno=N" when it failed, so the test can compare a filtered run with an unfiltered one.
+ * Calls that would change the probe itself (namespaces, tracing) are made in a forked child
+ * that reports through its exit status. Usage: seccomp_syscalls CHECK... | all */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/io_uring.h>
