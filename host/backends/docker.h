@@ -122,9 +122,9 @@ int mafh__docker_no_such_container(const char *message);
 int mafh__docker_not_running(const char *message);
 /* Podman's account of an exec it could not start, in the exec's stderr: its first line,
  * "Error: " and the runtime's reason ending in "OCI runtime attempted to invoke a command
- * that was not found" or "OCI permission denied". 1 and the reason (without "Error: ",
- * printable, at most size - 1 bytes) in buf, else 0. */
-int mafh__docker_libpod_start_error(const char *err, size_t len, char *buf, size_t size);
+ * that was not found" or "OCI permission denied". Where the reason starts in err (after
+ * "Error: ", up to the first line end), or NULL. */
+const char *mafh__docker_libpod_start_error(const char *err, size_t len);
 /* The length of err[0..len) without Podman's own last line, which it adds to an exec's
  * stderr when the exec's attach socket closes under it: "Error: read unixpacket (or write)
  * @->/proc/self/fd/N/attach: read: connection reset by peer\n" (so the program's own

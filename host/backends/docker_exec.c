@@ -164,12 +164,16 @@ static int exec_end(struct docker_task *t, struct mafh_op_result *res)
 	if (mafh__docker_http_libpod(t->d->http)) {
 		/* Podman gives every ended exec Pid 0, and says it could not start the command in
 		 * the exec's stderr alone; it may end that stderr with a line of its own. */
+		const char *why;
+
 		s->err_len = mafh__docker_libpod_stderr_len(s->err, s->err_len);
-		if ((t->es.exit_code == 126 || t->es.exit_code == 127) &&
-		    mafh__docker_libpod_start_error(s->err, s->err_len, msg, sizeof(msg)))
+		why = mafh__docker_libpod_start_error(s->err, s->err_len);
+		if ((t->es.exit_code == 126 || t->es.exit_code == 127) && why) {
+			printable(msg, sizeof(msg), why, s->err_len - (size_t)(why - s->err));
 			return mafh__error_set(&res->detail, MAFH_EIO, "the Docker engine could not "
 					       "start %s in the container '%s': %s", t->op->argv[0],
 					       t->d->name, msg);
+		}
 		res->exec.exit_code = t->es.exit_code;
 		return 0;
 	}

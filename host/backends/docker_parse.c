@@ -263,58 +263,41 @@ out:
 	return rc;
 }
 
+/* 1 when s[0..n) ends with suffix. */
+static int ends_with(const char *s, size_t n, const char *suffix)
+{
+	size_t k = strlen(suffix);
+
+	return n >= k && memcmp(s + n - k, suffix, k) == 0;
+}
+
 int mafh__docker_no_such_container(const char *message)
 {
-	static const char podman[] = ": no such container";
-	size_t n = strlen(message);
-
 	if (strncmp(message, "No such container", 17) == 0)
 		return 1;
 	/* Podman's may come after words of its own ("the container doesn't exists: "). */
-	return strstr(message, "no container with name or ID ") && n >= sizeof(podman) - 1 &&
-	       strcmp(message + n - (sizeof(podman) - 1), podman) == 0;
+	return strstr(message, "no container with name or ID ") &&
+	       ends_with(message, strlen(message), ": no such container");
 }
 
 int mafh__docker_not_running(const char *message)
 {
-	static const char docker[] = " is not running";
-	size_t n = strlen(message);
-
-	if (strncmp(message, "Container ", 10) == 0 && n >= sizeof(docker) - 1 &&
-	    strcmp(message + n - (sizeof(docker) - 1), docker) == 0)
+	if (strncmp(message, "Container ", 10) == 0 &&
+	    ends_with(message, strlen(message), " is not running"))
 		return 1;
 	return strncmp(message, "can only create exec sessions on running containers", 51) == 0;
 }
 
-int mafh__docker_libpod_start_error(const char *err, size_t len, char *buf, size_t size)
+const char *mafh__docker_libpod_start_error(const char *err, size_t len)
 {
-	static const char *const ends[] = {
-		"OCI runtime attempted to invoke a command that was not found",
-		"OCI permission denied"};
 	const char *nl = len ? memchr(err, '\n', len) : NULL;
-	size_t line = nl ? (size_t)(nl - err) : len, i, o = 0;
+	size_t line = nl ? (size_t)(nl - err) : len;
 
-	if (size == 0 || line < 7 || memcmp(err, "Error: ", 7) != 0)
-		return 0;
-	for (i = 0; i < sizeof(ends) / sizeof(ends[0]); i++) {
-		size_t n = strlen(ends[i]);
-
-		if (line - 7 >= n && memcmp(err + line - n, ends[i], n) == 0)
-			break;
-	}
-	if (i == sizeof(ends) / sizeof(ends[0]))
-		return 0;
-	for (i = 7; i < line && o + 1 < size; i++) {
-		unsigned char c = (unsigned char)err[i];
-
-		buf[o++] = c < 0x20 || c == 0x7f ? '?' : (char)c;
-	}
-	/* Cut at a UTF-8 boundary: never half a character. */
-	if (o < line - 7)
-		while (o > 0 && ((unsigned char)err[7 + o] & 0xc0) == 0x80)
-			o--;
-	buf[o] = '\0';
-	return 1;
+	if (line < 7 || memcmp(err, "Error: ", 7) != 0)
+		return NULL;
+	return ends_with(err + 7, line - 7, "OCI runtime attempted to invoke a command that was "
+			 "not found") || ends_with(err + 7, line - 7, "OCI permission denied")
+		       ? err + 7 : NULL;
 }
 
 /* len less the last line of err[0..len) when that line is head, digits, tail; else len. */
@@ -328,7 +311,7 @@ static size_t trailer_len(const char *err, size_t len, const char *head, const c
 	for (start = len - 1; start > 0 && err[start - 1] != '\n'; start--)
 		;
 	if (len - start < hl + 1 + tl || memcmp(err + start, head, hl) != 0 ||
-	    memcmp(err + len - tl, tail, tl) != 0)
+	    !ends_with(err, len, tail))
 		return len;
 	for (i = start + hl; i < len - tl; i++)
 		if (err[i] < '0' || err[i] > '9')
