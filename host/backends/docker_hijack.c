@@ -366,8 +366,10 @@ int mafh__docker_hijack_fd(const struct docker_hijack *h)
 int mafh__docker_hijack_want(const struct docker_hijack *h, short events,
 			     struct mafh_pollfd *fd, int64_t *until_ms)
 {
-	/* Bytes already taken from the connection are there now, whatever a poll says. */
-	if (h->x && h->coff < h->clen && (events & POLLIN))
+	/* Bytes already taken from the connection are there now, whatever a poll says; so is
+	 * an end already read with the last of them (over TLS the engine ends its writing with
+	 * close_notify and keeps the connection open: no poll would see that end again). */
+	if ((h->ended || (h->x && h->coff < h->clen)) && (events & POLLIN))
 		*until_ms = 0;
 	fd->fd = mafh__docker_hijack_fd(h);
 	fd->events = events;

@@ -3,7 +3,6 @@ drives them: docker_ops starts them all at once and takes them to their end from
 in one poll(2) loop over the descriptors and times the tasks hand out. No thread a task, and
 no pass condition on time."""
 import errno
-import os
 
 import pytest
 
@@ -70,11 +69,12 @@ def test_a_stream_that_ends_says_so_with_its_stderr(backend):
     if engine_is_podman():
         # Podman may drop all the output of a command that ends without reading its stdin
         # (its issues 3302 and 11446; the launcher's supervisor reads its stdin to the end,
-        # so a run's stream is whole): all of it, or none. Its own line about the closed
-        # attach socket is never the one the end carries.
-        assert (got["out"], got["end"]) in (
-            (b"hello from stdout\n", [0, "the stream of /hello has ended: hello from stderr"]),
-            (b"", [0, "the stream of /hello has ended"])), got
+        # so a run's stream is whole): each of stdout and stderr whole, or none of it, the
+        # one lost without the other. Its own line about the closed attach socket is never
+        # the one the end carries.
+        assert got["out"] in (b"hello from stdout\n", b""), got
+        assert got["end"] in ([0, "the stream of /hello has ended: hello from stderr"],
+                              [0, "the stream of /hello has ended"]), got
         return
     assert got["out"] == b"hello from stdout\n"
     assert got["end"] == [0, "the stream of /hello has ended: hello from stderr"]
@@ -184,16 +184,6 @@ def stdin_backend(ops, container):
     return o
 
 
-# A known fault, open: over TLS an exec with an input sometimes never ends (reproduced at
-# bd86797, 2 runs in 3 of these two tests against a TLS dockerd): the engine keeps the exec's
-# connection after the command ends, and the backend, which cannot half-close a TLS
-# connection, waits to the deadline. Marked here so that it is seen in every run over TLS.
-TLS_EXEC_INPUT_FAULT = pytest.mark.xfail(
-    os.environ.get("DOCKER_HOST", "").startswith("tcp://"), strict=False,
-    reason="over TLS an exec with an input may wait to its deadline (an open fault)")
-
-
-@TLS_EXEC_INPUT_FAULT
 def test_exec_input_is_the_commands_stdin(stdin_backend):
     b = stdin_backend
     data = b"hello" * 30000
@@ -225,7 +215,6 @@ def test_exec_input_is_the_commands_stdin(stdin_backend):
     assert (r["rc"], r["exit_code"], r["out"]) == (0, 0, big[:100000]), r["message"]
 
 
-@TLS_EXEC_INPUT_FAULT
 def test_exec_input_of_a_command_that_cannot_start(stdin_backend, container):
     r = stdin_backend("exec", argv=["/no-such-command"], stdin_hex="78", timeout_ms=30000,
                       out_cap=100)
