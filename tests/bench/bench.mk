@@ -54,6 +54,10 @@ bench-calls: $(BUILD)/maf-launch $(BUILD)/maf-host $(BUILD)/bench_calls_inproc $
 # (p50 <= median exec + median write + 5 ms, and at least 2x fewer operations per call than
 # the 10 ms baseline) are printed beside them. Sets the machine up and builds what it needs,
 # images included; every container it runs, and its baseline image, is removed at the end.
+# Then the same over each engine of BENCH_DOCKER_ENGINES (tests/engines/engines.py starts
+# each on the loopback and stops it after: a dockerd over TLS, this dockerd over ssh
+# dial-stdio, Podman), a row each, the baseline at 10 ms over each; none: this engine alone.
+BENCH_DOCKER_ENGINES ?= tls,ssh,podman
 BENCH_DOCKER_CALLS ?= 40
 BENCH_DOCKER_ENGINE_OPS ?= 30
 BENCH_DOCKER_FLAGS ?=
@@ -62,7 +66,8 @@ bench-docker: setup
 	$(MAKE) all images $(DOCKER_OPS)
 	MAF_BUILD=$(abspath $(BUILD)) MAF_IMAGE_PREFIX=$(IMAGE_PREFIX) $(PYTHON) \
 		tests/bench/bench_docker.py --calls $(BENCH_DOCKER_CALLS) \
-		--engine-ops $(BENCH_DOCKER_ENGINE_OPS) $(BENCH_DOCKER_FLAGS)
+		--engine-ops $(BENCH_DOCKER_ENGINE_OPS) --engines $(BENCH_DOCKER_ENGINES) \
+		$(BENCH_DOCKER_FLAGS)
 
 # make bench-transports: files, relay and stream against maf-sandbox's way, twice: over the
 # Docker engine (make bench-docker, with wait too, and the targets of stream and relay), then

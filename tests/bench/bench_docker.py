@@ -23,6 +23,15 @@ against the way maf-sandbox does it, measured in the same run on the same engine
    0.2 s (its default) and every 10 ms: each tick stats the exit marker and the next
    request (and up to 3 more while they keep coming), then serves those found in id order
    (read, dispatch, write). --eager serves it with a variant instead (see there).
+4. Over each engine (--engines): the engines tests/engines/engines.py starts on this
+   machine's loopback, one after the other: a dockerd of its own over TCP with TLS, this
+   machine's dockerd through `ssh HOST docker system dial-stdio`, and Podman's
+   Docker-compatible service as root. Into each engine with storage of its own (TLS,
+   Podman) python-noshell is copied (`docker save | docker load`), and the baseline's image
+   built there. Over each: 1. again, ours with each transport and the baseline at
+   --engine-polls (default 10 ms), all through that engine alone (the docker CLI, maf-host
+   and docker_ops all given its DOCKER_HOST). The same target for each: ours' p50 against
+   that engine's own median exec and write.
 Per-call p50 and p90 are the program's own timings. Backend operations per call, for each
 way: (the operations of the run of --calls calls - those of a run of the same program that
 makes none) / --calls, both runs made here; the same for the engine requests of ours (the
@@ -38,6 +47,7 @@ here with a name of this run and removed at the end, on failure and Ctrl-C too. 
 are MAF_IMAGE_PREFIX's (default maf-launch), as `make images` built them; the bench checks
 that python-noshell holds this build's launcher."""
 import argparse
+import contextlib
 import hashlib
 import io
 import json
@@ -55,6 +65,8 @@ from bench_docker_upstream import BaselineError, DockerCli, UpstreamRun
 from host_run import run_host
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "upstream"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engines"))
+import engines  # noqa: E402  (tests/engines: the engines the tests start)
 import shell_image  # noqa: E402  (tests/upstream: the image upstream's launcher runs in)
 
 HERE = Path(__file__).resolve().parent
@@ -106,6 +118,7 @@ class Made:
             docker("rm", "-f", name, check=False, timeout=120)
         for tag in self.images:
             docker("rmi", "-f", tag, check=False, timeout=120)
+        self.containers, self.images = [], []
 
 
 def pct(values, q):
@@ -276,7 +289,7 @@ def per_call(zero, full, calls, key):
     return (full[key] - zero[key]) / calls
 
 
-def measure(a, made):
+def measure(a, made, polls):
     prefix = os.environ.get("MAF_IMAGE_PREFIX", "maf-launch")
     noshell = f"{prefix}/python-noshell"
     check_image(a, noshell)
@@ -298,7 +311,7 @@ def measure(a, made):
             ("ours wait", lambda n: ours(a, ours_c, "wait", n)),
             ("ours relay", lambda n: ours(a, ours_c, "relay", n)),
             ("ours stream", lambda n: ours(a, ours_c, "stream", n))]
-    for poll in a.polls:
+    for poll in polls:
         label = f"baseline {poll * 1000:g} ms" if poll < 0.1 else f"baseline {poll:g} s"
         ways.append((label + (" eager" if a.eager else ""),
                      lambda n, poll=poll: baseline(a, base_c, poll, n, shim.stdout)))
@@ -324,6 +337,103 @@ def measure(a, made):
         w["p90_ms"] = pct(w["samples_ms"], 0.9)
     fig["machine"]["load_end"] = load()
     return fig
+
+
+# ---- 4. over each engine --------------------------------------------------------------------
+ENGINE_NAMES = {"here": "this machine's engine (as DOCKER_HOST)",
+                "tls": "tcp:// with TLS (a dockerd of its own)",
+                "ssh": "ssh:// dial-stdio (this dockerd)",
+                "podman": "Podman as root (its compat API)"}
+
+
+@contextlib.contextmanager
+def environment(env):
+    """os.environ is env inside: every docker command, maf-host and docker_ops started
+    there reach its engine."""
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def copy_image(tag, env):
+    """tag, from this machine's engine into the one env reaches."""
+    save = subprocess.Popen(["docker", "save", tag], stdout=subprocess.PIPE)
+    try:
+        loaded = subprocess.run(["docker", "load", "-q"], stdin=save.stdout,
+                                capture_output=True, env=env, timeout=600)
+    finally:
+        save.stdout.close()
+        saved = save.wait(timeout=600)
+    if saved != 0 or loaded.returncode != 0:
+        raise Failed(f"copying {tag} into the engine failed (docker save exit {saved}, "
+                     f"docker load exit {loaded.returncode}): "
+                     f"{loaded.stderr.decode(errors='replace').strip()}")
+
+
+def over_engine(a, kind):
+    """The figures over the engine of kind, started here and stopped after: the dict
+    measure() gives, with "where" (its DOCKER_HOST), or {"skipped": why}."""
+    why = engines.missing(kind)
+    if why:
+        if os.environ.get("REQUIRE_DOCKER") == "1":
+            raise Failed(f"REQUIRE_DOCKER=1, but the {kind} engine cannot be started: {why}")
+        return {"skipped": why}
+    print(f"  starting the {kind} engine ...", flush=True)
+    prefix = os.environ.get("MAF_IMAGE_PREFIX", "maf-launch")
+    try:
+        with engines.ENGINES[kind]() as e:
+            if kind != "ssh":  # ssh reaches this machine's own engine
+                copy_image(f"{prefix}/python-noshell", e["env"])
+            made = Made()
+            with environment(e["env"]):
+                try:
+                    fig = measure(a, made, a.engine_polls)
+                finally:
+                    made.remove_all()
+            fig["where"] = e["env"]["DOCKER_HOST"]
+            return fig
+    except RuntimeError as e:  # engines.py: the engine did not come up
+        raise Failed(f"the {kind} engine did not start: {e}") from None
+
+
+def report_engines(figs, a):
+    print(f"per call over each engine: {a.calls} sequential calls of echo (p50 / p90 ms, "
+          f"backend operations a call), each engine alone, one after the other; "
+          f"exec and write: the engine's own medians through libmafhost's Docker backend")
+    ways = []
+    for f in figs.values():
+        for w in f.get("ways", {}):
+            if w not in ways:
+                ways.append(w)
+    print(f"  {'engine':<40} {'server':>15} {'exec':>6} {'write':>6}   " +
+          "   ".join(f"{w:>17}" for w in ways))
+    for kind, f in figs.items():
+        label = ENGINE_NAMES.get(kind, kind)
+        if "skipped" in f:
+            print(f"  {label:<40} skipped: {f['skipped']}")
+            continue
+        e = f["engine"]
+        cells = []
+        for w in ways:
+            x = f["ways"].get(w)
+            cells.append(f"{'-':>17}" if x is None else
+                         f"{x['p50_ms']:>6.1f}/{x['p90_ms']:>5.1f} {x['ops']:>4.2f}")
+        print(f"  {label:<40} {f['machine']['engine']:>15} {e['exec']['median_ms']:>6.1f} "
+              f"{e['write']['median_ms']:>6.1f}   " + "   ".join(cells))
+    for kind, f in figs.items():
+        if "skipped" in f:
+            continue
+        limit = f["engine"]["exec"]["median_ms"] + f["engine"]["write"]["median_ms"] + \
+            TARGET_SLACK_MS
+        got = [(n, w["p50_ms"]) for n, w in f["ways"].items() if n.startswith("ours")]
+        print(f"  target over {kind}: p50 <= {limit:.1f} ms (its exec + write + "
+              f"{TARGET_SLACK_MS:g}): " + ", ".join(
+                  f"{n[5:]} {v:.1f} ({'met' if v <= limit else 'not met'})" for n, v in got))
 
 
 def report(fig, a):
@@ -403,6 +513,13 @@ def main():
                     help="engine operations of each kind (default 30)")
     ap.add_argument("--polls", default="0.2,0.01",
                     help="the baseline's poll intervals in seconds (default 0.2,0.01)")
+    ap.add_argument("--engines", default="tls,ssh,podman",
+                    help="the engines to measure over after this machine's, started here "
+                         "one after the other: tls, ssh, podman, separated by commas, or "
+                         "none (default tls,ssh,podman)")
+    ap.add_argument("--engine-polls", default="0.01",
+                    help="the baseline's poll intervals over each of --engines (default "
+                         "0.01)")
     ap.add_argument("--rounds", type=int, default=1,
                     help="times to measure every way, one after the other (default 1)")
     ap.add_argument("--eager", action="store_true",
@@ -415,8 +532,14 @@ def main():
         ap.error("--calls, --engine-ops and --rounds take a number above 0")
     try:
         a.polls = [float(p) for p in a.polls.split(",")]
+        a.engine_polls = [float(p) for p in a.engine_polls.split(",") if p]
     except ValueError:
-        ap.error(f"--polls takes seconds separated by commas, not {a.polls!r}")
+        ap.error(f"--polls and --engine-polls take seconds separated by commas, not "
+                 f"{a.polls!r} and {a.engine_polls!r}")
+    a.engines = [] if a.engines in ("", "none") else a.engines.split(",")
+    for k in a.engines:
+        if k not in engines.ENGINES:
+            ap.error(f"--engines takes tls, ssh and podman, not {k!r}")
     # SIGTERM and SIGHUP end the run as Ctrl-C does: through the removal of what it made.
     for s in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(s, lambda sig, _f: sys.exit(128 + sig))
@@ -424,7 +547,12 @@ def main():
         print("host-tool call round trip over the Docker engine, the echo tool")
     made = Made()
     try:
-        fig = measure(a, made)
+        fig = measure(a, made, a.polls)
+        made.remove_all()
+        if not a.json and a.engines:
+            report(fig, a)
+            print(f"then over each of {', '.join(a.engines)}:", flush=True)
+        fig["engines"] = {k: over_engine(a, k) for k in a.engines}
     except Failed as e:
         sys.exit(f"bench-docker: {e}")
     except KeyboardInterrupt:
@@ -436,6 +564,8 @@ def main():
         made.remove_all()
     if a.json:
         print(json.dumps(fig))
+    elif a.engines:
+        report_engines({"here": fig, **fig["engines"]}, a)
     else:
         report(fig, a)
 

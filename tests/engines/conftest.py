@@ -1,6 +1,7 @@
 """tests/engines: the Docker backend against engines these tests start (engines.py): a
-dockerd behind TLS on 127.0.0.1, and this machine's engine through ssh to 127.0.0.1. Where
-one cannot be started the tests skip, unless REQUIRE_DOCKER=1: then they fail."""
+dockerd behind TLS on 127.0.0.1, this machine's engine through ssh to 127.0.0.1, and
+Podman's Docker-compatible service. Where one cannot be started the tests skip, unless
+REQUIRE_DOCKER=1: then they fail."""
 import os
 import subprocess
 import sys
@@ -37,6 +38,12 @@ def tls():
 @pytest.fixture(scope="session")
 def ssh():
     with _engine("ssh") as e:
+        yield e
+
+
+@pytest.fixture(scope="session")
+def podman():
+    with _engine("podman") as e:
         yield e
 
 
