@@ -251,10 +251,15 @@ hostile-guest: all
 # behind TLS on 127.0.0.1 (certificates made by openssl, a client without one refused),
 # this machine's engine over ssh to 127.0.0.1 (dial-stdio), and Podman's Docker-compatible
 # service as root. Their own tests (the sentences of each certificate and connection error,
-# contexts), then the whole of tests/docker over each, and the image tests (the images
+# contexts; one event loop serving 100 runs at once on each of this machine's engine, the
+# TLS one and Podman, in containers of maf-launch/python-noshell, which is built first as
+# for images-test), then the whole of tests/docker over each, and the image tests (the images
 # built into it) over Podman. Skipped where one cannot be started, unless REQUIRE_DOCKER=1.
 engines: all $(PROBE_BIN) $(BUILD)/docker/docker_ops
-	MAF_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -p no:cacheprovider tests/engines
+	@if [ "$(REQUIRE_DOCKER)" = 1 ] || $(DOCKER) info >/dev/null 2>&1; then \
+		$(MAKE) --no-print-directory images; fi
+	MAF_BUILD=$(abspath $(BUILD)) MAF_IMAGE_PREFIX=$(IMAGE_PREFIX) $(PYTHON) -m pytest -q \
+		-p no:cacheprovider tests/engines
 	MAF_BUILD=$(abspath $(BUILD)) $(PYTHON) tests/engines/engines.py tls -- \
 		$(PYTHON) -m pytest -q -p no:cacheprovider tests/docker
 	MAF_BUILD=$(abspath $(BUILD)) $(PYTHON) tests/engines/engines.py ssh -- \
