@@ -250,11 +250,11 @@ hostile-guest: all
 # The Docker backend against engines the tests start (tests/engines/engines.py): a dockerd
 # behind TLS on 127.0.0.1 (certificates made by openssl, a client without one refused),
 # this machine's engine over ssh to 127.0.0.1 (dial-stdio), and Podman's Docker-compatible
-# service as root. Their own tests (the sentences of each certificate and connection error,
+# service, as root and rootless (a user of its own, made and removed). Their own tests (the sentences of each certificate and connection error,
 # contexts; one event loop serving 100 runs at once on each of this machine's engine, the
 # TLS one and Podman, in containers of maf-launch/python-noshell, which is built first as
 # for images-test), then the whole of tests/docker over each, and the image tests (the images
-# built into it) over Podman. Skipped where one cannot be started, unless REQUIRE_DOCKER=1.
+# built into it) over each Podman. Skipped where one cannot be started, unless REQUIRE_DOCKER=1.
 engines: all $(PROBE_BIN) $(BUILD)/docker/docker_ops
 	@if [ "$(REQUIRE_DOCKER)" = 1 ] || $(DOCKER) info >/dev/null 2>&1; then \
 		$(MAKE) --no-print-directory images; fi
@@ -264,9 +264,11 @@ engines: all $(PROBE_BIN) $(BUILD)/docker/docker_ops
 		$(PYTHON) -m pytest -q -p no:cacheprovider tests/docker
 	MAF_BUILD=$(abspath $(BUILD)) $(PYTHON) tests/engines/engines.py ssh -- \
 		$(PYTHON) -m pytest -q -p no:cacheprovider tests/docker
-	MAF_BUILD=$(abspath $(BUILD)) $(PYTHON) tests/engines/engines.py podman -- sh -c \
+	for podman in podman podman-rootless; do \
+		MAF_BUILD=$(abspath $(BUILD)) $(PYTHON) tests/engines/engines.py $$podman -- sh -c \
 		'$(PYTHON) -m pytest -q -p no:cacheprovider tests/docker && \
-		$(MAKE) --no-print-directory images-test'
+		$(MAKE) --no-print-directory images-test' || exit 1; \
+	done
 
 # The Docker backend against the engine (tests/docker): docker_ops drives it through
 # libmafhost's API, maf-host run drives whole runs. Skipped where no engine answers, unless

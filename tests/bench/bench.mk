@@ -56,8 +56,9 @@ bench-calls: $(BUILD)/maf-launch $(BUILD)/maf-host $(BUILD)/bench_calls_inproc $
 # images included; every container it runs, and its baseline image, is removed at the end.
 # Then the same over each engine of BENCH_DOCKER_ENGINES (tests/engines/engines.py starts
 # each on the loopback and stops it after: a dockerd over TLS, this dockerd over ssh
-# dial-stdio, Podman), a row each, the baseline at 10 ms over each; none: this engine alone.
-BENCH_DOCKER_ENGINES ?= tls,ssh,podman
+# dial-stdio, Podman as root and rootless), a row each, the baseline at 10 ms over each;
+# none: this engine alone.
+BENCH_DOCKER_ENGINES ?= tls,ssh,podman,podman-rootless
 BENCH_DOCKER_CALLS ?= 40
 BENCH_DOCKER_ENGINE_OPS ?= 30
 BENCH_DOCKER_FLAGS ?=

@@ -26,9 +26,9 @@ against the way maf-sandbox does it, measured in the same run on the same engine
 4. Over each engine (--engines): the engines tests/engines/engines.py starts on this
    machine's loopback, one after the other: a dockerd of its own over TCP with TLS, this
    machine's dockerd through `ssh HOST docker system dial-stdio`, and Podman's
-   Docker-compatible service as root. Into each engine with storage of its own (TLS,
-   Podman) python-noshell is copied (`docker save | docker load`), and the baseline's image
-   built there. Over each: 1. again, ours with each transport and the baseline at
+   Docker-compatible service as root and rootless. Into each engine with storage of its
+   own (TLS, Podman) python-noshell is copied (`docker save | docker load`), and the
+   baseline's image built there. Over each: 1. again, ours with each transport and the baseline at
    --engine-polls (default 10 ms), all through that engine alone (the docker CLI, maf-host
    and docker_ops all given its DOCKER_HOST). The same target for each: ours' p50 against
    that engine's own median exec and write.
@@ -343,7 +343,8 @@ def measure(a, made, polls):
 ENGINE_NAMES = {"here": "this machine's engine (as DOCKER_HOST)",
                 "tls": "tcp:// with TLS (a dockerd of its own)",
                 "ssh": "ssh:// dial-stdio (this dockerd)",
-                "podman": "Podman as root (its compat API)"}
+                "podman": "Podman as root (its compat API)",
+                "podman-rootless": "Podman rootless (its compat API)"}
 
 
 @contextlib.contextmanager
@@ -513,10 +514,10 @@ def main():
                     help="engine operations of each kind (default 30)")
     ap.add_argument("--polls", default="0.2,0.01",
                     help="the baseline's poll intervals in seconds (default 0.2,0.01)")
-    ap.add_argument("--engines", default="tls,ssh,podman",
+    ap.add_argument("--engines", default="tls,ssh,podman,podman-rootless",
                     help="the engines to measure over after this machine's, started here "
-                         "one after the other: tls, ssh, podman, separated by commas, or "
-                         "none (default tls,ssh,podman)")
+                         "one after the other: tls, ssh, podman, podman-rootless, separated "
+                         "by commas, or none (default all four)")
     ap.add_argument("--engine-polls", default="0.01",
                     help="the baseline's poll intervals over each of --engines (default "
                          "0.01)")
@@ -539,7 +540,7 @@ def main():
     a.engines = [] if a.engines in ("", "none") else a.engines.split(",")
     for k in a.engines:
         if k not in engines.ENGINES:
-            ap.error(f"--engines takes tls, ssh and podman, not {k!r}")
+            ap.error(f"--engines takes tls, ssh, podman and podman-rootless, not {k!r}")
     # SIGTERM and SIGHUP end the run as Ctrl-C does: through the removal of what it made.
     for s in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(s, lambda sig, _f: sys.exit(128 + sig))

@@ -8,13 +8,17 @@
 - podman: Debian's Podman as root, its Docker-compatible API served by `podman system
   service` on a unix socket of its own, with storage of its own (overlay) and a
   containers.conf of its own (cgroupfs, events to a file: no systemd here; descriptor and
-  process limits runc can set).
+  process limits runc can set);
+- podman-rootless: the same service run by a user of its own (made here, removed after),
+  with subordinate uid and gid ranges that hold the launcher's run uids (2^20 + pid, so
+  2^20 + pid_max of them at least), its runtime directory (XDG_RUNTIME_DIR) and storage in
+  a directory of its own.
 Each yields the environment a client reaches it with (DOCKER_HOST and TLS's variables, or
 PATH), and on leaving stops what it started and removes what it made.
 
-As a command: python3 tests/engines/engines.py tls|ssh|podman -- COMMAND... runs COMMAND in
-that environment (how make engines runs tests/docker against each) and exits with its
-status."""
+As a command: python3 tests/engines/engines.py tls|ssh|podman|podman-rootless -- COMMAND...
+runs COMMAND in that environment (how make engines runs tests/docker against each) and
+exits with its status."""
 import contextlib
 import os
 import resource
@@ -45,7 +49,11 @@ def missing(kind):
         return "no openssl (make setup installs it)"
     if kind == "tls" and not os.path.exists(DOCKERD):
         return "no dockerd (make setup installs docker.io)"
-    if kind == "podman":
+    if kind == "podman-rootless":
+        for tool in ("newuidmap", "newgidmap", "useradd", "userdel", "runuser"):
+            if shutil.which(tool) is None:
+                return f"no {tool} for a rootless Podman (make setup installs uidmap)"
+    if kind.startswith("podman"):
         if not os.path.exists(PODMAN):
             return "no podman (make setup installs it)"
         if shutil.which("docker") is None:
@@ -225,76 +233,164 @@ def ssh_engine():
         shutil.rmtree(d, ignore_errors=True)
 
 
-@contextlib.contextmanager
-def podman_engine():
-    """`podman system service` on a unix socket in a directory of its own, with its own
-    storage (--root, --runroot) and containers.conf; yields a dict: env (DOCKER_HOST
-    unix://SOCKET, CONTAINERS_CONF), sock, dir. On leaving: its containers removed, the
-    service stopped, conmon processes it left ended, its mounts undone, the directory
-    removed."""
-    d = Path(tempfile.mkdtemp(prefix="/tmp/maf-podman-"))
-    proc = None
-    conf = d / "containers.conf"
-    # As root, Podman gives a container the kernel's largest descriptor and process limits,
-    # which runc cannot set above the service's own (EPERM, "error setting rlimits"): the
-    # descriptor limit here instead, as dockerd's containers inherit dockerd's, and a
-    # process limit of 32,768 at most (runc was refused this machine's own, 96,362, too).
+def _podman_conf(d: Path, rootless: bool) -> Path:
+    """containers.conf for the service, in d. As root, Podman gives a container the
+    kernel's largest descriptor and process limits, which runc cannot set above the
+    service's own (EPERM, "error setting rlimits"): the descriptor limit here instead, as
+    dockerd's containers inherit dockerd's, and a process limit of 32,768 at most (runc was
+    refused this machine's own, 96,362, too). Rootless, a container keeps the user's."""
     limits = []
     for name, which, cap in (("nofile", resource.RLIMIT_NOFILE, None),
                              ("nproc", resource.RLIMIT_NPROC, 32768)):
         soft, hard = resource.getrlimit(which)
         soft = hard if soft == resource.RLIM_INFINITY else soft
-        if hard != resource.RLIM_INFINITY or cap:
+        if not rootless and (hard != resource.RLIM_INFINITY or cap):
             top = min(x for x in (soft, hard, cap) if x is not None and x >= 0)
             limits.append(f'"{name}={top}:{top}"')
-    conf.write_text(f'[containers]\ndefault_ulimits = [{", ".join(limits)}]\n'
+    conf = d / "containers.conf"
+    conf.write_text((f'[containers]\ndefault_ulimits = [{", ".join(limits)}]\n' if limits
+                     else "") +
                     '[engine]\ncgroup_manager = "cgroupfs"\nevents_logger = "file"\n'
                     f'events_logfile_path = "{d}/events.log"\n')
-    sock = d / "podman.sock"
-    base = [PODMAN, "--root", str(d / "root"), "--runroot", str(d / "run"),
-            "--storage-driver", "overlay"]
-    penv = {**os.environ, "CONTAINERS_CONF": str(conf)}
+    return conf
+
+
+ROOTLESS_USER = "maf-podman"
+SUBID_FILES = ("/etc/subuid", "/etc/subgid")
+
+
+def _subid_range() -> tuple:
+    """(first, count) of a subordinate range for the rootless user: count holds every id a
+    run takes (the launcher's run uids are 2^20 + pid) and more; first lies past every range
+    /etc/subuid and /etc/subgid hold already."""
+    pid_max = int(Path("/proc/sys/kernel/pid_max").read_text())
+    count = -(-((1 << 20) + pid_max + 1) // 65536) * 65536
+    first = 100000
+    for f in SUBID_FILES:
+        if os.path.exists(f):
+            for line in Path(f).read_text().splitlines():
+                parts = line.split(":")
+                if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():
+                    first = max(first, int(parts[1]) + int(parts[2]))
+    return first, count
+
+
+@contextlib.contextmanager
+def _rootless_user(d: Path):
+    """A system user of its own for a rootless Podman, with subordinate ranges (uid and
+    gid) and d its home; yields (uid, gid). On leaving: its processes ended (the rootless
+    pause process holds its user namespace), its ranges and the user removed."""
+    made = subprocess.run(["id", "-u", ROOTLESS_USER], capture_output=True).returncode != 0
+    added = None
     try:
-        log = d / "service.log"
-        proc = subprocess.Popen(base + ["system", "service", "--time=0", f"unix://{sock}"],
-                                stdout=open(log, "wb"), stderr=subprocess.STDOUT, env=penv,
-                                start_new_session=True)
-        env = {**os.environ, "DOCKER_HOST": f"unix://{sock}", "CONTAINERS_CONF": str(conf)}
-        for k in ("DOCKER_TLS_VERIFY", "DOCKER_TLS", "DOCKER_CERT_PATH", "DOCKER_CONTEXT"):
-            env.pop(k, None)
-
-        def up():
-            if proc.poll() is not None:
-                raise RuntimeError(f"podman system service exited {proc.returncode}:\n"
-                                   f"{log.read_text(errors='replace')[-2000:]}")
-            r = subprocess.run(["docker", "version", "--format", "{{.Server.APIVersion}}"],
-                               capture_output=True, timeout=30, env=env)
-            return r.returncode == 0
-        _wait(up, 60, "podman system service", log)
-        yield {"env": env, "sock": sock, "dir": d}
+        if made:
+            _run("useradd", "--system", "--no-create-home", "--home-dir", str(d / "home"),
+                 "--shell", "/usr/sbin/nologin", ROOTLESS_USER)
+        uid = int(subprocess.run(["id", "-u", ROOTLESS_USER], capture_output=True,
+                                 check=True).stdout)
+        gid = int(subprocess.run(["id", "-g", ROOTLESS_USER], capture_output=True,
+                                 check=True).stdout)
+        # A user left by a run that was killed: its pause process and ranges first.
+        subprocess.run(["pkill", "-KILL", "-U", str(uid)], capture_output=True)
+        _drop_subids(uid)
+        first, count = _subid_range()
+        added = f"{uid}:{first}:{count}"
+        for f in SUBID_FILES:
+            with open(f, "a") as fh:
+                fh.write(added + "\n")
+        yield uid, gid
     finally:
-        if proc is not None:
-            subprocess.run(base + ["rm", "-af", "-t", "0"], capture_output=True, env=penv,
-                           timeout=120)
-            _stop(proc)
-            # A container's conmon outlives the service; each names the run root.
-            subprocess.run(["pkill", "-KILL", "-f", f"conmon.*{d}/"], capture_output=True)
-            subprocess.run(base + ["system", "reset", "-f"], capture_output=True, env=penv,
-                           timeout=120)
-        for _ in range(3):
-            mounts = [line.split()[4] for line in open("/proc/self/mountinfo")
-                      if line.split()[4].startswith(f"{d}/")]
-            for m in sorted(mounts, key=len, reverse=True):
-                subprocess.run(["umount", "-l", m], capture_output=True)
-        shutil.rmtree(d, ignore_errors=True)
+        if added:
+            subprocess.run(["pkill", "-KILL", "-U", str(uid)], capture_output=True)
+            _drop_subids(uid)
+        if made:
+            subprocess.run(["userdel", ROOTLESS_USER], capture_output=True)
 
 
-ENGINES = {"tls": tls_engine, "ssh": ssh_engine, "podman": podman_engine}
+def _drop_subids(uid: int) -> None:
+    for f in SUBID_FILES:
+        if os.path.exists(f):
+            lines = Path(f).read_text().splitlines(keepends=True)
+            kept = [x for x in lines if x.split(":")[0] not in (str(uid), ROOTLESS_USER)]
+            if kept != lines:
+                Path(f).write_text("".join(kept))
+
+
+@contextlib.contextmanager
+def podman_engine(rootless: bool = False):
+    """`podman system service` on a unix socket in a directory of its own, with its own
+    storage (--root, --runroot) and containers.conf; as root, or rootless as a user of its
+    own (_rootless_user). Yields a dict: env (DOCKER_HOST unix://SOCKET, CONTAINERS_CONF),
+    sock, dir, rootless. On leaving: its containers removed, the service stopped, conmon
+    processes it left ended, its mounts undone, the directory removed."""
+    d = Path(tempfile.mkdtemp(prefix="/tmp/maf-podman-"))
+    proc = None
+    with contextlib.ExitStack() as stack:
+        as_user = []
+        penv = dict(os.environ)
+        if rootless:
+            uid, gid = stack.enter_context(_rootless_user(d))
+            for sub in ("home", "run"):
+                (d / sub).mkdir(mode=0o700)
+            for p in (d, d / "home", d / "run"):
+                os.chown(p, uid, gid)
+            # runuser: no login, no shell (the user's is nologin); the environment given.
+            penv = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(d / "home"),
+                    "XDG_RUNTIME_DIR": str(d / "run"), "USER": ROOTLESS_USER}
+            as_user = ["runuser", "-u", ROOTLESS_USER, "--"]
+        conf = _podman_conf(d, rootless)
+        penv["CONTAINERS_CONF"] = str(conf)
+        sock = d / "run" / "podman.sock" if rootless else d / "podman.sock"
+        base = as_user + [PODMAN, "--root", str(d / "root"), "--runroot",
+                          str(d / "runroot"), "--storage-driver", "overlay"]
+        try:
+            log = d / "service.log"
+            proc = subprocess.Popen(base + ["system", "service", "--time=0",
+                                            f"unix://{sock}"],
+                                    stdout=open(log, "wb"), stderr=subprocess.STDOUT,
+                                    env=penv, start_new_session=True, cwd=d)
+            env = {**os.environ, "DOCKER_HOST": f"unix://{sock}",
+                   "CONTAINERS_CONF": str(conf)}
+            for k in ("DOCKER_TLS_VERIFY", "DOCKER_TLS", "DOCKER_CERT_PATH",
+                      "DOCKER_CONTEXT"):
+                env.pop(k, None)
+
+            def up():
+                if proc.poll() is not None:
+                    raise RuntimeError(f"podman system service exited {proc.returncode}:\n"
+                                       f"{log.read_text(errors='replace')[-2000:]}")
+                r = subprocess.run(["docker", "version", "--format",
+                                    "{{.Server.APIVersion}}"],
+                                   capture_output=True, timeout=30, env=env)
+                return r.returncode == 0
+            _wait(up, 60, "podman system service", log)
+            yield {"env": env, "sock": sock, "dir": d, "rootless": rootless}
+        finally:
+            if proc is not None:
+                subprocess.run(base + ["rm", "-af", "-t", "0"], capture_output=True,
+                               env=penv, timeout=120, cwd=d)
+                _stop(proc)
+                # A container's conmon outlives the service; each names the run root.
+                subprocess.run(["pkill", "-KILL", "-f", f"conmon.*{d}/"],
+                               capture_output=True)
+                subprocess.run(base + ["system", "reset", "-f"], capture_output=True,
+                               env=penv, timeout=120, cwd=d)
+            for _ in range(3):
+                mounts = [line.split()[4] for line in open("/proc/self/mountinfo")
+                          if line.split()[4].startswith(f"{d}/")]
+                for m in sorted(mounts, key=len, reverse=True):
+                    subprocess.run(["umount", "-l", m], capture_output=True)
+            shutil.rmtree(d, ignore_errors=True)
+
+
+ENGINES = {"tls": tls_engine, "ssh": ssh_engine, "podman": podman_engine,
+           "podman-rootless": lambda: podman_engine(rootless=True)}
 
 
 def main(argv):
     if len(argv) < 3 or argv[0] not in ENGINES or argv[1] != "--":
-        print("usage: engines.py tls|ssh|podman -- COMMAND...", file=sys.stderr)
+        print("usage: engines.py tls|ssh|podman|podman-rootless -- COMMAND...",
+              file=sys.stderr)
         return 2
     why = missing(argv[0])
     if why:
