@@ -108,8 +108,10 @@ long mafh__docker_upgrade_head(const char *buf, size_t len, long *status);
 /* 1 when message is the engine's report that it wrote path and closed it, then could not set
  * its owner, mode or times because the file was gone: "lchown PATH: no such file or
  * directory" (or chmod, chtimes), PATH as seen in the container or below the container's
- * root on the host. The guest may rename a file as soon as it is closed (the supervisor
- * reuses a relayed response that way): the data landed whole. */
+ * root on the host; or Podman's "setting access and modify timestamps on \"PATH\" to ...: no
+ * such file or directory" (or "setting additional permissions on"). The guest may rename a
+ * file as soon as it is closed (the supervisor reuses a relayed response that way): the
+ * data landed whole. In Podman's form a path with a '"' or '\\' is never matched. */
 int mafh__docker_written_then_gone(const char *message, const char *path);
 
 /* 1 when message (an error reply's, as mafh__docker_message made it) says the container is

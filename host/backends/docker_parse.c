@@ -336,6 +336,39 @@ size_t mafh__docker_libpod_stderr_len(const char *err, size_t len)
 	return len;
 }
 
+/* Podman's (its archive is buildah's copier, chrooted into the container): the message
+ * ends "... on \"PATH\" to TIMES|MODE: no such file or directory", PATH quoted as Go's %q
+ * does (a path it would escape is never matched), setting the times or the mode bits the
+ * owner's change reset. The owner's and the mode's own carry the os error ("lchown PATH:
+ * ..."), which the loop below takes. */
+static int libpod_written_then_gone(const char *message, const char *path, size_t plen)
+{
+	static const char *const ops[] = {"setting access and modify timestamps on \"",
+					  "setting additional permissions on \""};
+	static const char gone[] = ": no such file or directory";
+	size_t mlen = strlen(message), i;
+	const char *at, *rest;
+
+	if (mlen < sizeof(gone) - 1 || strcmp(message + mlen - (sizeof(gone) - 1), gone) != 0)
+		return 0;
+	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		size_t n = strlen(ops[i]);
+
+		for (at = strstr(message, ops[i]); at; at = strstr(at + 1, ops[i])) {
+			if (at != message && at[-1] != ' ')
+				continue;
+			rest = at + n;
+			if (strncmp(rest, path, plen) != 0 || strncmp(rest + plen, "\" to ", 5) != 0)
+				continue;
+			/* TIMES or MODE, then the end: no other quoted name. */
+			rest += plen + 5;
+			if (!memchr(rest, '"', (size_t)(message + mlen - rest)))
+				return 1;
+		}
+	}
+	return 0;
+}
+
 int mafh__docker_written_then_gone(const char *message, const char *path)
 {
 	static const char *const ops[] = {"lchown ", "chmod ", "chtimes "};
@@ -345,6 +378,8 @@ int mafh__docker_written_then_gone(const char *message, const char *path)
 
 	if (plen == 0 || path[0] != '/')
 		return 0;
+	if (!strpbrk(path, "\"\\") && libpod_written_then_gone(message, path, plen))
+		return 1;
 	for (at = strstr(message, path); at; at = strstr(at + 1, path)) {
 		const char *tok;
 

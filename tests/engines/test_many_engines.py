@@ -1,4 +1,4 @@
-"""One host, many engines (issue 26): one asyncio event loop in this process supervises
+"""One host, many engines: one asyncio event loop in this process supervises
 RUNS runs at once on each of three engines, this machine's dockerd over its unix socket, the
 dockerd behind TLS of engines.py (tcp://127.0.0.1, a client certificate) and Podman's
 Docker-compatible service, all gathered together; every run ends with its exit code 0,

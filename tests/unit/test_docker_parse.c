@@ -379,6 +379,42 @@ static void test_written_then_gone(void **state)
 	assert_false(mafh__docker_written_then_gone("mkdir: lchown /w/f104: no such file or "
 						    "directory", "w/f104"));
 	assert_false(mafh__docker_written_then_gone("", "/w/f104"));
+	/* Podman's: the times, or the mode bits, of the path it wrote. */
+	assert_true(mafh__docker_written_then_gone("setting access and modify timestamps on "
+						   "\"/w/f33\" to 2026-12-04 02:31:14 +0000 UTC "
+						   "and 2026-12-04 02:31:14 +0000 UTC: no such file "
+						   "or directory", "/w/f33"));
+	assert_true(mafh__docker_written_then_gone("error setting access and modify timestamps "
+						   "on \"/w/f33\" to a and b: no such file or "
+						   "directory", "/w/f33"));
+	assert_true(mafh__docker_written_then_gone("error setting additional permissions on "
+						   "\"/w/f33\" to 0644: no such file or directory",
+						   "/w/f33"));
+	assert_true(mafh__docker_written_then_gone("copier: put: error setting ownership of "
+						   "\"/w/f33\" to 0:0: lchown /w/f33: no such file "
+						   "or directory", "/w/f33"));
+	/* Another path, another error, something after it, another quoted name, a path Go
+	 * would escape, or a prefix not a word of its own. */
+	assert_false(mafh__docker_written_then_gone("setting access and modify timestamps on "
+						    "\"/w/f330\" to a and b: no such file or "
+						    "directory", "/w/f33"));
+	assert_false(mafh__docker_written_then_gone("setting access and modify timestamps on "
+						    "\"/w/f33\" to a and b: permission denied",
+						    "/w/f33"));
+	assert_false(mafh__docker_written_then_gone("setting access and modify timestamps on "
+						    "\"/w/f33\" to a: no such file or directory; "
+						    "and more", "/w/f33"));
+	assert_false(mafh__docker_written_then_gone("setting access and modify timestamps on "
+						    "\"/w/f33\" to \"/x\": no such file or "
+						    "directory", "/w/f33"));
+	assert_false(mafh__docker_written_then_gone("setting access and modify timestamps on "
+						    "\"/w/a\"b\" to a: no such file or directory",
+						    "/w/a\"b"));
+	assert_false(mafh__docker_written_then_gone("xsetting access and modify timestamps on "
+						    "\"/w/f33\" to a: no such file or directory",
+						    "/w/f33"));
+	assert_false(mafh__docker_written_then_gone("creating \"/w/f33\" to a: no such file "
+						    "or directory", "/w/f33"));
 }
 
 /* Podman's words, told apart from dockerd's and from a program's own. */
