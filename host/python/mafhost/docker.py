@@ -1,6 +1,8 @@
 """DockerSandbox: the sandbox surface in a running container, as libmafhost's Docker backend
 (the Docker Engine API, HTTP through libcurl and tar through libarchive, all in the library),
-driven from the running event loop with no thread per waiting op.
+driven from the running event loop with no thread per waiting op. Two steps are one blocking
+call each in the library and run on the loop's default executor: making the backend (which
+asks the engine about the container) and mkdtemp (a run's directory, made before the run).
 
 What each operation asks of the engine, its bounds and its sentences are the library's
 (mafhost.h, mafh_backend_docker_new): engine errors are BackendError (an OSError) with one
@@ -124,7 +126,8 @@ class DockerSandbox(NativeSandbox):
     async def mkdtemp(self, prefix: str = "/tmp/mafhost-") -> str:
         """A fresh directory, prefix and six random letters or digits, made by the engine
         (mode 0700, owner 0:0; missing parents 0755): its path. BackendError (-EEXIST) when
-        16 names were all taken."""
+        16 names were all taken. The library's call blocks (a stat or more, and a write):
+        it runs on the loop's default executor."""
         import asyncio
         lib = self._lib()
         h = await self._native.ahandle(lib)
