@@ -3,10 +3,11 @@
  * stdout one end of a unix connection whose other end libcurl uses as it would a socket.
  * (libcurl 7.88 connects every socket its open callback gives, whatever its sockopt
  * callback says: the socket given is a fresh one, the address it connects to a listener of
- * this connection's alone, in a directory of the backend's own (0700); once it has
- * connected, the end accepted is ssh's stdio. A named one: libcurl reuses a connection only
- * when its peer has a name, which an abstract socket's has not for it.) The process is started with posix_spawnp in a session of its own (the CLI's
- * setsid: a terminal's signals are not its), its stderr kept (the first 1 KiB) for the
+ * this connection's alone, in a directory of its own (0700), both removed once it has
+ * connected; the end accepted is ssh's stdio. A named one: libcurl reuses a connection only
+ * when its peer has a name, which an abstract socket's has not for it.) The process is
+ * started with posix_spawnp in a session of its own (the CLI's setsid: a terminal's signals
+ * are not its), its stderr kept (the first 1 KiB) for the
  * sentence of a connection that fails. A connection closed ends its stdin, which ends
  * dial-stdio and so ssh; it is reaped when it has, and at the latest when the backend is
  * freed (SIGTERM, then SIGKILL after 3 s, as the CLI's). */
@@ -40,7 +41,8 @@ struct ssh_kid {
 	pid_t pid;                 /* 0 until started */
 	int fd;                    /* the connection's end libcurl holds, -1 once closed */
 	int listen;                /* what it connects to, until ssh has the other end */
-	char path[108];            /* the listener's name, until then */
+	char dir[24];              /* the listener's directory (0700), until then */
+	char path[108];            /* the listener's name in it, until then */
 	int errfd;                 /* its stderr, -1 once read to its end */
 	char err[ERR_KEEP + 1];
 	size_t errlen;
@@ -50,7 +52,6 @@ struct ssh_kid {
 struct docker_ssh {
 	pthread_mutex_t lock;
 	uint64_t ids;
-	char dir[64];              /* the listeners' directory, made at the first connection */
 	struct ssh_kid *kids;
 };
 
@@ -92,12 +93,16 @@ static void take_stderr(struct ssh_kid *k)
 	}
 }
 
-/* The listener's name, gone once it has served (its path is kept in the peer's address). */
+/* The listener's name and its directory, gone once it has served (its path is kept in the
+ * peer's address): nothing is left behind by a process that ends without freeing the
+ * backend, unless it ends while a connection is being made. */
 static void unlink_listener(struct ssh_kid *k)
 {
 	if (k->path[0])
 		unlink(k->path);
-	k->path[0] = '\0';
+	if (k->dir[0])
+		rmdir(k->dir);
+	k->path[0] = k->dir[0] = '\0';
 }
 
 /* Reaps the processes whose connections are closed and that have ended; s->lock held. */
@@ -134,19 +139,16 @@ int mafh__docker_ssh_prepare(struct docker_ssh *s, int *fd, uint64_t *id, void *
 	if (!k)
 		return mafh__error_set(err, MAFH_ENOMEM, "out of memory starting ssh");
 	k->fd = k->listen = k->errfd = -1;
-	pthread_mutex_lock(&s->lock);
-	if (!s->dir[0]) {
-		snprintf(s->dir, sizeof(s->dir), "/tmp/maf-ssh-XXXXXX");
-		if (!mkdtemp(s->dir)) {
-			e = errno;
-			s->dir[0] = '\0';
-			pthread_mutex_unlock(&s->lock);
-			goto fail;
-		}
+	snprintf(k->dir, sizeof(k->dir), "/tmp/maf-ssh-XXXXXX");
+	if (!mkdtemp(k->dir)) {
+		e = errno;
+		k->dir[0] = '\0';
+		goto fail;
 	}
+	pthread_mutex_lock(&s->lock);
 	n = ++s->ids;
 	pthread_mutex_unlock(&s->lock);
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/c%llu", s->dir, (unsigned long long)n);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/c", k->dir);
 	len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(sa.sun_path) + 1);
 	k->listen = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	k->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -169,6 +171,8 @@ int mafh__docker_ssh_prepare(struct docker_ssh *s, int *fd, uint64_t *id, void *
 fail:
 	if (sa.sun_path[0] && k->listen >= 0)
 		unlink(sa.sun_path);
+	if (k->dir[0])
+		rmdir(k->dir);
 	if (k->listen >= 0)
 		close(k->listen);
 	if (k->fd >= 0)
@@ -334,8 +338,6 @@ void mafh__docker_ssh_free(struct docker_ssh *s)
 					kill(k->pid, SIGKILL);
 		nanosleep(&ts, NULL);
 	}
-	if (s->dir[0])
-		rmdir(s->dir);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
 }

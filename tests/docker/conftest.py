@@ -2,6 +2,7 @@
 the static launcher), containers run from it, and docker_ops, which drives the Docker
 backend through libmafhost's API. Without an engine the tests skip, unless REQUIRE_DOCKER=1
 is set: then they fail. Every container and image made here is removed at the end."""
+import glob
 import io
 import json
 import os
@@ -83,6 +84,15 @@ def engine():
         pytest.skip(why)
     for p in (DOCKER_OPS, HOST, PROBES / "run_pause"):
         assert p.exists(), f"{p} is not built (make docker builds it)"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_ssh_directory_left():
+    """Over ssh:// each connection's listener lives in a directory of its own under /tmp,
+    removed once ssh has connected: none is left when the backends are done."""
+    before = set(glob.glob("/tmp/maf-ssh-*"))
+    yield
+    assert set(glob.glob("/tmp/maf-ssh-*")) <= before
 
 
 @pytest.fixture(autouse=True)

@@ -1,13 +1,25 @@
 """An engine through ssh, as the docker CLI reaches one (ssh://[USER@]HOST[:PORT][/SOCKET]:
 `ssh -l USER -p PORT -o ConnectTimeout=30 -T -- HOST 'docker system dial-stdio'`), each
 connection an ssh process of its own; what ssh says is the sentence of a failure."""
+import glob
 import os
 import subprocess
 import time
 
+import pytest
+
 from conftest import absent, host_new
 
 PREFIX = "maf-host run: "
+
+
+@pytest.fixture(autouse=True)
+def no_directory_left():
+    """Each connection's listener lives in a directory of its own under /tmp, removed once
+    ssh has connected: none is left by maf-host, which ends at once on these failures."""
+    before = set(glob.glob("/tmp/maf-ssh-*"))
+    yield
+    assert set(glob.glob("/tmp/maf-ssh-*")) <= before
 
 
 def url(ssh, tail=""):
