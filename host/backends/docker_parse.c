@@ -341,15 +341,16 @@ size_t mafh__docker_libpod_stderr_len(const char *err, size_t len)
  * does (a path it would escape is never matched), setting the times or the mode bits the
  * owner's change reset. The owner's and the mode's own carry the os error ("lchown PATH:
  * ..."), which the loop below takes. */
+static const char gone[] = ": no such file or directory";
+
 static int libpod_written_then_gone(const char *message, const char *path, size_t plen)
 {
 	static const char *const ops[] = {"setting access and modify timestamps on \"",
 					  "setting additional permissions on \""};
-	static const char gone[] = ": no such file or directory";
 	size_t mlen = strlen(message), i;
 	const char *at, *rest;
 
-	if (mlen < sizeof(gone) - 1 || strcmp(message + mlen - (sizeof(gone) - 1), gone) != 0)
+	if (!ends_with(message, mlen, gone))
 		return 0;
 	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
 		size_t n = strlen(ops[i]);
@@ -372,7 +373,6 @@ static int libpod_written_then_gone(const char *message, const char *path, size_
 int mafh__docker_written_then_gone(const char *message, const char *path)
 {
 	static const char *const ops[] = {"lchown ", "chmod ", "chtimes "};
-	static const char gone[] = ": no such file or directory";
 	size_t plen = strlen(path), i;
 	const char *at;
 
