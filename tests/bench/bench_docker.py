@@ -49,14 +49,12 @@ that python-noshell holds this build's launcher."""
 import argparse
 import contextlib
 import hashlib
-import io
 import json
 import os
 import select
 import signal
 import subprocess
 import sys
-import tarfile
 import time
 import uuid
 from pathlib import Path
@@ -271,13 +269,10 @@ def baseline(a, container, poll, calls, shim):
 def check_image(a, tag):
     if docker("image", "inspect", tag, check=False).returncode != 0:
         raise Failed(f"the image {tag} is not built (make images builds it)")
-    cid = docker("create", "--network", "none", tag).stdout.decode().strip()
     try:
-        proc = docker("cp", f"{cid}:{IN_IMAGE_LAUNCHER}", "-")
-    finally:
-        docker("rm", "-f", cid, check=False)
-    with tarfile.open(fileobj=io.BytesIO(proc.stdout)) as tar:
-        baked = tar.extractfile(tar.next()).read()
+        baked = engines.image_file(tag, IN_IMAGE_LAUNCHER)
+    except RuntimeError as why:
+        raise Failed(str(why)) from None
     built = (Path(a.build) / "maf-launch").read_bytes()
     if hashlib.sha256(baked).digest() != hashlib.sha256(built).digest():
         raise Failed(f"{tag} holds another launcher than {a.build}/maf-launch (make images)")
@@ -361,21 +356,6 @@ def environment(env):
         os.environ.update(saved)
 
 
-def copy_image(tag, env):
-    """tag, from this machine's engine into the one env reaches."""
-    save = subprocess.Popen(["docker", "save", tag], stdout=subprocess.PIPE)
-    try:
-        loaded = subprocess.run(["docker", "load", "-q"], stdin=save.stdout,
-                                capture_output=True, env=env, timeout=600)
-    finally:
-        save.stdout.close()
-        saved = save.wait(timeout=600)
-    if saved != 0 or loaded.returncode != 0:
-        raise Failed(f"copying {tag} into the engine failed (docker save exit {saved}, "
-                     f"docker load exit {loaded.returncode}): "
-                     f"{loaded.stderr.decode(errors='replace').strip()}")
-
-
 def over_engine(a, kind):
     """The figures over the engine of kind, started here and stopped after: the dict
     measure() gives, with "where" (its DOCKER_HOST), or {"skipped": why}."""
@@ -389,7 +369,11 @@ def over_engine(a, kind):
     try:
         with engines.ENGINES[kind]() as e:
             if kind != "ssh":  # ssh reaches this machine's own engine
-                copy_image(f"{prefix}/python-noshell", e["env"])
+                try:
+                    engines.copy_image(f"{prefix}/python-noshell", None, e["env"])
+                except RuntimeError as why:
+                    raise Failed(f"copying the image into the {kind} engine failed: "
+                                 f"{why}") from None
             made = Made()
             with environment(e["env"]):
                 try:

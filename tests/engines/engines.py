@@ -20,6 +20,7 @@ As a command: python3 tests/engines/engines.py tls|ssh|podman|podman-rootless --
 runs COMMAND in that environment (how make engines runs tests/docker against each) and
 exits with its status."""
 import contextlib
+import io
 import os
 import resource
 import shutil
@@ -27,6 +28,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from pathlib import Path
@@ -120,6 +122,60 @@ def _wait(ok, seconds, what, log):
     raise RuntimeError(f"{what} did not come up within {seconds} s:\n{tail}")
 
 
+def _answers(proc, log, what, argv=("docker",), env=None, tail=2000):
+    """The check _wait makes of a service just started: it has not exited (RuntimeError with
+    its log's last tail characters, or all of it), and the docker CLI (argv, env) gets its
+    version."""
+    def up():
+        if proc.poll() is not None:
+            text = log.read_text(errors="replace")
+            raise RuntimeError(f"{what} exited {proc.returncode}:\n"
+                               f"{text[-tail:] if tail else text}")
+        r = subprocess.run([*argv, "version", "--format", "{{.Server.APIVersion}}"],
+                           capture_output=True, timeout=30, env=env)
+        return r.returncode == 0
+    return up
+
+
+def copy_image(tag, src_env, dst_env):
+    """`docker save TAG | docker load`: tag from the engine src_env reaches into the one
+    dst_env reaches. RuntimeError, with docker's words, when either fails."""
+    save = subprocess.Popen(["docker", "save", tag], env=src_env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    try:
+        load = subprocess.run(["docker", "load", "-q"], env=dst_env, stdin=save.stdout,
+                              capture_output=True, timeout=600)
+    finally:
+        save.stdout.close()
+        save_err = save.stderr.read()
+        save.wait(timeout=600)
+    if save.returncode != 0:
+        raise RuntimeError(f"docker save {tag} exited {save.returncode}: "
+                           f"{save_err.decode(errors='replace').strip()}")
+    if load.returncode != 0:
+        raise RuntimeError(f"docker load of {tag} into {dst_env.get('DOCKER_HOST')} exited "
+                           f"{load.returncode}: {load.stderr.decode(errors='replace').strip()}")
+
+
+def image_file(tag, path, env=None):
+    """The bytes of path in the image tag (a container made from it, never started, and
+    removed), on the engine env reaches. RuntimeError, with docker's words, when a docker
+    command fails."""
+    def docker(*args):
+        proc = subprocess.run(["docker", *args], capture_output=True, timeout=300, env=env)
+        if proc.returncode != 0:
+            raise RuntimeError(f"docker {' '.join(args)} exited {proc.returncode}: "
+                               f"{proc.stderr.decode(errors='replace').strip()}")
+        return proc.stdout
+    cid = docker("create", "--network", "none", tag).decode().strip()
+    try:
+        tar = docker("cp", f"{cid}:{path}", "-")
+    finally:
+        subprocess.run(["docker", "rm", "-f", cid], capture_output=True, timeout=300, env=env)
+    with tarfile.open(fileobj=io.BytesIO(tar)) as t:
+        return t.extractfile(t.next()).read()
+
+
 def _stop(proc, seconds=30):
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
@@ -153,14 +209,8 @@ def tls_engine():
              "--containerd-plugins-namespace", "maf-tls-plugins", "--log-level", "warn"],
             stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
 
-        def up():
-            if proc.poll() is not None:
-                raise RuntimeError(f"dockerd exited {proc.returncode}:\n"
-                                   f"{log.read_text(errors='replace')[-2000:]}")
-            r = subprocess.run(["docker", "-H", f"unix://{sock}", "version", "--format",
-                                "{{.Server.APIVersion}}"], capture_output=True, timeout=30)
-            return r.returncode == 0
-        _wait(up, 90, "the TLS dockerd", log)
+        _wait(_answers(proc, log, "dockerd", ("docker", "-H", f"unix://{sock}")), 90,
+              "the TLS dockerd", log)
         env = {**os.environ, "DOCKER_HOST": f"tcp://127.0.0.1:{port}",
                "DOCKER_TLS_VERIFY": "1", "DOCKER_CERT_PATH": str(d / "certs/client")}
         env.pop("DOCKER_CONTEXT", None)
@@ -218,14 +268,7 @@ def ssh_engine():
         for k in ("DOCKER_TLS_VERIFY", "DOCKER_TLS", "DOCKER_CERT_PATH", "DOCKER_CONTEXT"):
             env.pop(k, None)
 
-        def up():
-            if proc.poll() is not None:
-                raise RuntimeError(f"sshd exited {proc.returncode}:\n"
-                                   f"{log.read_text(errors='replace')}")
-            r = subprocess.run(["docker", "version", "--format", "{{.Server.APIVersion}}"],
-                               capture_output=True, timeout=30, env=env)
-            return r.returncode == 0
-        _wait(up, 30, "sshd", log)
+        _wait(_answers(proc, log, "sshd", env=env, tail=None), 30, "sshd", log)
         yield {"env": env, "port": port, "dir": d, "bindir": bindir}
     finally:
         if proc is not None:
@@ -355,15 +398,8 @@ def podman_engine(rootless: bool = False):
                       "DOCKER_CONTEXT"):
                 env.pop(k, None)
 
-            def up():
-                if proc.poll() is not None:
-                    raise RuntimeError(f"podman system service exited {proc.returncode}:\n"
-                                       f"{log.read_text(errors='replace')[-2000:]}")
-                r = subprocess.run(["docker", "version", "--format",
-                                    "{{.Server.APIVersion}}"],
-                                   capture_output=True, timeout=30, env=env)
-                return r.returncode == 0
-            _wait(up, 60, "podman system service", log)
+            _wait(_answers(proc, log, "podman system service", env=env), 60,
+                  "podman system service", log)
             yield {"env": env, "sock": sock, "dir": d, "rootless": rootless}
         finally:
             if proc is not None:

@@ -22,18 +22,17 @@ included. MAF_MANY_RUNS sets the runs per engine (default 100). Skipped where an
 cannot be reached or started, unless REQUIRE_DOCKER=1: then it fails."""
 import asyncio
 import hashlib
-import io
 import os
 import resource
 import shutil
 import subprocess
-import tarfile
 import threading
 import time
 import uuid
 
 import pytest
 
+import engines as engines_py  # engines.py (the name engines is the fixture's own below)
 import mafhost
 from conftest import BUILD, REQUIRE
 
@@ -100,34 +99,12 @@ def local():
         pytest.skip(why)
     if docker(env, "image", "inspect", IMAGE, check=False).returncode != 0:
         pytest.fail(f"the image {IMAGE} is not built (run make images)", pytrace=False)
-    cid = docker(env, "create", "--network", "none", IMAGE).stdout.decode().strip()
-    try:
-        tar = docker(env, "cp", f"{cid}:{IN_IMAGE_LAUNCHER}", "-").stdout
-    finally:
-        docker(env, "rm", "-f", cid, check=False)
-    with tarfile.open(fileobj=io.BytesIO(tar)) as t:
-        baked = t.extractfile(t.next()).read()
+    baked = engines_py.image_file(IMAGE, IN_IMAGE_LAUNCHER, env)
     if hashlib.sha256(baked).digest() != hashlib.sha256((BUILD / "maf-launch").read_bytes()) \
             .digest():
         pytest.fail(f"{IMAGE} holds another launcher than {BUILD}/maf-launch (run make images)",
                     pytrace=False)
     return env
-
-
-def load_image(src, dst):
-    """`docker save IMAGE | docker load`, from the engine of env src to that of dst."""
-    save = subprocess.Popen(["docker", "save", IMAGE], env=src, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
-    try:
-        load = subprocess.run(["docker", "load", "-q"], env=dst, stdin=save.stdout,
-                              capture_output=True, timeout=300)
-    finally:
-        save.stdout.close()
-        save_err = save.stderr.read()
-        save.wait(timeout=60)
-    assert save.returncode == 0, f"docker save {IMAGE}: {save_err.decode(errors='replace')}"
-    assert load.returncode == 0, (f"docker load into {dst['DOCKER_HOST']}: "
-                                  f"{load.stderr.decode(errors='replace')}")
 
 
 @pytest.fixture
@@ -148,7 +125,7 @@ def fleet(local, tls, podman, monkeypatch):
     loaded = []
     try:
         for name in ("tls", "podman"):
-            load_image(local, engines[name][1])
+            engines_py.copy_image(IMAGE, local, engines[name][1])
             loaded.append(name)
         for name, (_, env) in engines.items():
             for i in range(CONTAINERS):
