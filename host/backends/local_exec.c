@@ -1,6 +1,6 @@
-/* The local backend's exec: argv started with posix_spawnp (mafh__local_spawn; a forked child
- * where it cannot be spawned, to say why), stdout and stderr through pipes, the
- * child in its own process group so that a timeout kills whatever it started. exec_input's
+/* The local backend's exec: argv started with mafh__local_spawn (local_spawn.c), stdout and
+ * stderr through pipes, the child in its own process group so that a timeout kills whatever
+ * it started. exec_input's
  * bytes are the child's stdin as a memfd, read from its start: a pipe would have to be fed
  * while stdout is drained, and a command that exits without reading it (a launcher that
  * refuses its arguments) would raise SIGPIPE in the host.
@@ -12,7 +12,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <spawn.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -113,47 +112,6 @@ void mafh__local_child(const char *const *argv, const char *cwd, int in_fd, int 
 	if (write(2, argv[0], strlen(argv[0])) < 0 || write(2, msg, strlen(msg)) < 0)
 		_exit(errno == ENOENT ? 127 : 126);
 	_exit(errno == ENOENT ? 127 : 126);
-}
-
-pid_t mafh__local_spawn(const char *const *argv, const char *cwd, int in_fd, int out_fd,
-			int err_fd)
-{
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t at;
-	sigset_t none, all;
-	pid_t pid = -1;
-	int rc = -1;
-
-	if (posix_spawn_file_actions_init(&fa) == 0) {
-		if (posix_spawnattr_init(&at) == 0) {
-			sigemptyset(&none);
-			sigfillset(&all);
-			rc = (in_fd >= 0 ? posix_spawn_file_actions_adddup2(&fa, in_fd, 0)
-			      : posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0)) ||
-			     posix_spawn_file_actions_adddup2(&fa, out_fd, 1) ||
-			     posix_spawn_file_actions_adddup2(&fa, err_fd, 2) ||
-			     posix_spawn_file_actions_addclosefrom_np(&fa, 3) ||
-			     (cwd && posix_spawn_file_actions_addchdir_np(&fa, cwd)) ||
-			     posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP |
-						      POSIX_SPAWN_SETSIGMASK |
-						      POSIX_SPAWN_SETSIGDEF) ||
-			     posix_spawnattr_setpgroup(&at, 0) ||
-			     posix_spawnattr_setsigmask(&at, &none) ||
-			     posix_spawnattr_setsigdefault(&at, &all);
-			if (rc == 0)
-				rc = posix_spawnp(&pid, argv[0], &fa, &at, (char *const *)argv,
-						  environ);
-			posix_spawnattr_destroy(&at);
-		}
-		posix_spawn_file_actions_destroy(&fa);
-	}
-	if (rc == 0)
-		return pid;
-	/* Not spawned: a child of our own fails the same way, and says so as a shell would. */
-	pid = fork();
-	if (pid == 0)
-		mafh__local_child(argv, cwd, in_fd, out_fd, err_fd);
-	return pid;
 }
 
 int mafh__local_pidfd(int pid)

@@ -1,7 +1,9 @@
 /* Unit tests for the local backend's ops as tasks (mafh_task_*, host/src/task.c,
  * host/backends/local*.c), driven by a poll loop of the test's own (backend_fixture.h):
  * execs (their timeout, a grandchild left behind, one abandoned, one given stdin), a wait
- * for a change, many execs at once, and the fallbacks without pidfds or inotify. */
+ * for a change, many execs at once, the fallbacks without pidfds or inotify, and the thread
+ * commands are spawned from. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -18,6 +20,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -383,7 +386,7 @@ static void test_task_concurrent(void **state)
 }
 
 /* In a child of its own (the filter cannot be taken back): syscall denied with err by a
- * seccomp filter, then fn. Returns fn's exit code. */
+ * seccomp filter (none when syscall_nr < 0), then fn. Returns fn's exit code. */
 static int with_syscall_denied(int syscall_nr, int err, int (*fn)(void))
 {
 	int status;
@@ -393,8 +396,9 @@ static int with_syscall_denied(int syscall_nr, int err, int (*fn)(void))
 	if (pid == 0) {
 		scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
 
-		if (!ctx || seccomp_rule_add(ctx, SCMP_ACT_ERRNO(err), syscall_nr, 0) < 0 ||
-		    seccomp_load(ctx) < 0)
+		if (syscall_nr >= 0 &&
+		    (!ctx || seccomp_rule_add(ctx, SCMP_ACT_ERRNO(err), syscall_nr, 0) < 0 ||
+		     seccomp_load(ctx) < 0))
 			_exit(99);
 		_exit(fn());
 	}
@@ -485,6 +489,128 @@ static int wait_without_inotify(void)
 	return 0;
 }
 
+/* The thread of this process that is pid's parent (its /proc/self/task/T/children lists
+ * pid), or 0 when none is. */
+static pid_t parent_thread(long pid)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	pid_t found = 0;
+
+	while (d && (e = readdir(d)) != NULL) {
+		char path[300];
+		long child;
+		FILE *f;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/children", e->d_name);
+		f = fopen(path, "r");
+		while (f && fscanf(f, "%ld", &child) == 1)
+			if (child == pid)
+				found = (pid_t)atol(e->d_name);
+		if (f)
+			fclose(f);
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/* An exec started on b that says its pid and waits: the thread that is its parent (0: none
+ * found, -1: it did not start), the exec then ended. */
+static pid_t exec_parent(struct mafh_backend *b)
+{
+	struct mafh_task *t = NULL;
+	struct mafh_op op = op_of(MAFH_OP_EXEC);
+	char cmd[700];
+	const char *argv[] = {"sh", "-c", cmd, NULL};
+	const char *file = at("spawned.pid");
+	void *slot = NULL;
+	pid_t tid = -1;
+	long pid;
+
+	unlink(file);
+	snprintf(cmd, sizeof(cmd), "echo $$ > '%s'; exec sleep 30", file);
+	op.argv = argv;
+	op.timeout_ms = 20000;
+	if (mafh_task_new(b, &slot, &op, now_ms(), &t, NULL) < 0)
+		return -1;
+	pid = number_in(file, t);
+	if (pid > 0)
+		tid = parent_thread(pid);
+	mafh_task_free(t);
+	unlink(file);
+	return tid;
+}
+
+/* In a child of the test: the same, where the spawner cannot be had (close_range denied by
+ * the caller), or after a fork from a process that had one. 0 when the command ran and its
+ * parent is as expected (in_place: this thread; otherwise another), or the failed check. */
+static int spawn_in_child(int in_place)
+{
+	struct mafh_backend *b = NULL;
+	pid_t tid;
+
+	if (mafh_backend_local_new("/bin/true", &b) < 0)
+		return 1;
+	tid = exec_parent(b);
+	mafh_backend_free(b);
+	if (tid <= 0)
+		return 2;
+	if (in_place ? tid != (pid_t)syscall(SYS_gettid) : tid == (pid_t)syscall(SYS_gettid))
+		return 3;
+	return 0;
+}
+
+static int spawn_in_place(void)
+{
+	return spawn_in_child(1);
+}
+
+static int spawn_after_fork(void)
+{
+	return spawn_in_child(0);
+}
+
+/* Commands are spawned from the backend's own thread, whose descriptor table is its own, so
+ * a spawn's cost does not grow with what the host holds (host/backends/local_spawn.c): with
+ * 3,000 descriptors open here, the command is a child of another thread and sees only its
+ * stdio. After a fork the child gets a spawner of its own; where close_range cannot unshare
+ * a table, commands are spawned in place, as before. */
+static void test_task_spawner(void **state)
+{
+	struct mafh_backend *b = local();
+	struct mafh_task *t = NULL;
+	struct mafh_op op = op_of(MAFH_OP_EXEC);
+	struct mafh_op_result r;
+	const char *ls[] = {"ls", "/proc/self/fd", NULL};
+	void *slot = NULL;
+	int held[3000], n = 0;
+	pid_t tid;
+
+	(void)state;
+	while (n < 3000 && (held[n] = open("/dev/null", O_RDONLY)) >= 0)
+		n++;
+	assert_int_equal(n, 3000);
+	tid = exec_parent(b);
+	assert_true(tid > 0);
+	assert_int_not_equal(tid, (pid_t)syscall(SYS_gettid));
+	op.argv = ls;
+	op.timeout_ms = 20000;
+	op.out_cap = 4096;
+	r = run_task(b, &slot, &op, &t);
+	assert_int_equal(r.exec.exit_code, 0);
+	assert_int_equal(r.exec.out_len, 8);
+	assert_memory_equal(r.exec.out, "0\n1\n2\n3\n", 8);      /* 3: ls's directory */
+	mafh_task_free(t);
+	while (n > 0)
+		close(held[--n]);
+	assert_int_equal(with_syscall_denied(-1, 0, spawn_after_fork), 0);
+	assert_int_equal(with_syscall_denied(SCMP_SYS(close_range), ENOSYS, spawn_in_place), 0);
+	mafh_backend_free(b);
+}
+
 static void test_task_fallbacks(void **state)
 {
 	(void)state;
@@ -504,6 +630,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_task_wait, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_task_concurrent, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_task_fallbacks, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_task_spawner, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
