@@ -7,7 +7,7 @@
 #include <sys/types.h>
 
 #include "protocol.h"
-#include "run.h"
+#include "launch.h"
 
 struct mafl_identity {
 	int own;                /* the program runs under uid/gid, not the launcher's */

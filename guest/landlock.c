@@ -13,7 +13,7 @@
 
 #include "contain.h"
 #include "protocol.h"
-#include "run.h"
+#include "launch.h"
 #include "spawn.h"
 
 #ifndef __NR_landlock_create_ruleset

@@ -21,7 +21,7 @@
 #include "profile.h"
 #include "program.h"
 #include "protocol.h"
-#include "run.h"
+#include "launch.h"
 #include "util.h"
 #include "witness.h"
 

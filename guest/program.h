@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 #include "identity.h"
-#include "run.h"
+#include "launch.h"
 
 /* Messages from the program's process to the supervisor over a close-on-exec pipe: EOF
  * without a FAIL message means exec succeeded. */

@@ -20,7 +20,7 @@
 #include "identity.h"
 #include "protocol.h"
 #include "profile.h"
-#include "run.h"
+#include "launch.h"
 #include "spawn.h"
 #include "util.h"
 
@@ -410,7 +410,7 @@ static int hand_over(int dirfd, const char *name, int sock)
 }
 
 /* Makes R/work (absent) and opens it as open_subdir() does, and sends it on sock as
- * MAFL_WORK_MKDIR (run.h) says. Returns 1 if sent. */
+ * MAFL_WORK_MKDIR (launch.h) says. Returns 1 if sent. */
 static int hand_over_work(int run_fd, int sock)
 {
 	long r = mafl_raw_mkdirat(run_fd, MAFP_DIR_WORK, 0777);

@@ -33,7 +33,7 @@
 #include "profile.h"
 #include "program.h"
 #include "protocol.h"
-#include "run.h"
+#include "launch.h"
 #include "spawn.h"
 #include "tree.h"
 #include "util.h"
@@ -503,7 +503,7 @@ static int take_launcher_file(int sock, int *err)
 	return fd;
 }
 
-/* R/name, a directory the launcher made (MAFL_WORK_MKDIR, run.h): its descriptor, or -1
+/* R/name, a directory the launcher made (MAFL_WORK_MKDIR, launch.h): its descriptor, or -1
  * with why in s->why, in the words used for R/host_tools (mafl_run_subdir_error). */
 static int take_subdir(struct sup *s, const char *name)
 {

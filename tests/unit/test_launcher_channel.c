@@ -22,7 +22,7 @@
 #include "channel.h"
 #include "commands.h"
 #include "identity.h"
-#include "run.h"
+#include "launch.h"
 #include "tree.h"
 #include "util.h"
 #include "witness.h"

@@ -1,7 +1,7 @@
 /* maf-launch run: the launch (run.c) and the supervisor that stays with the program
  * (supervise.c). */
-#ifndef MAFL_RUN_H
-#define MAFL_RUN_H
+#ifndef MAFL_LAUNCH_H
+#define MAFL_LAUNCH_H
 
 #include <sched.h>
 #include <stddef.h>
