@@ -46,7 +46,7 @@ ENDING_S = 15.0                     # MAFH_ENDING_MS: a run is over this long af
 START_SLACK_S = 8.0                 # process start-up, a loaded machine
 HARD_EXTRA_S = 60.0                 # the hard timeout: T + this, then the run is killed
 RSS_KILL_KB = 1536 * MIB_KB         # a host past this is killed: the bound is long broken
-LIFETIME_S = 90                     # the hostile processes' own end, past any hard timeout
+LIFETIME_S = 160                    # the hostile processes' own end, past any hard timeout
 SANITIZED = LIBRARY.exists() and b"libasan" in subprocess.run(
     ["readelf", "-d", str(LIBRARY)], capture_output=True).stdout
 
