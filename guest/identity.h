@@ -6,8 +6,8 @@
 
 #include <sys/types.h>
 
-#include "protocol.h"
 #include "launch.h"
+#include "protocol.h"
 
 struct mafl_identity {
 	int own;                /* the program runs under uid/gid, not the launcher's */

@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "contain.h"
-#include "protocol.h"
 #include "launch.h"
+#include "protocol.h"
 #include "spawn.h"
 
 #ifndef __NR_landlock_create_ruleset

@@ -18,10 +18,10 @@
 #include "contain.h"
 #include "cover.h"
 #include "identity.h"
+#include "launch.h"
 #include "profile.h"
 #include "program.h"
 #include "protocol.h"
-#include "launch.h"
 #include "util.h"
 #include "witness.h"
 

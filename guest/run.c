@@ -18,9 +18,9 @@
 #include "commands.h"
 #include "contain.h"
 #include "identity.h"
-#include "protocol.h"
-#include "profile.h"
 #include "launch.h"
+#include "profile.h"
+#include "protocol.h"
 #include "spawn.h"
 #include "util.h"
 
