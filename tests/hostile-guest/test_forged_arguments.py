@@ -17,15 +17,15 @@ import pytest
 import guest_lib as g
 import hostile_launcher
 
-COMMANDS = [("serve", "stream"), ("relay", "relay"), ("wait", "wait")]
-# The run's deadline. On relay and wait every forged request is a launcher command of its
-# own, and one that does not decode is looked at again before it is refused: forge-refuse's
-# sixteen frames are some thirty commands, each a `docker exec` of a Python program, which
-# on a loaded machine (six runs at once, two of them floods) took 26 to 36 s in all. The
-# deadline gives them that room; what is judged is which requests were served.
-T = {"serve": 20.0, "relay": 90.0, "wait": 90.0}
-SPECS = [g.Spec(h, b, t, attack, c, "quick", T[c]) for h, b in g.HOSTS
-         for attack in hostile_launcher.FORGERIES for c, t in COMMANDS]
+# (command, transport, the run's deadline). On relay and wait every forged request is a
+# launcher command of its own, and one that does not decode is looked at again before it is
+# refused: forge-refuse's sixteen frames are some thirty commands, each a `docker exec` of a
+# Python program, which on a loaded machine (six runs at once, two of them floods) took 26
+# to 36 s in all. The deadline gives them that room; what is judged is which requests were
+# served.
+COMMANDS = [("serve", "stream", 20.0), ("relay", "relay", 90.0), ("wait", "wait", 90.0)]
+SPECS = [g.Spec(h, b, t, attack, c, "quick", deadline) for h, b in g.HOSTS
+         for attack in hostile_launcher.FORGERIES for c, t, deadline in COMMANDS]
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.id)
