@@ -354,6 +354,8 @@ static void build_run_options(struct run_cmd *c)
 
 	mafh_run_options_init(o);
 	o->timeout_ms = a->timeout_ms;
+	if (a->exec_timeout_ms > 0)
+		o->exec_timeout_ms = a->exec_timeout_ms;
 	o->keep_run_dir = a->keep_run_dir;
 	o->write_shim = 1;
 	if (a->verbose) {

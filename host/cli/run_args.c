@@ -324,6 +324,10 @@ const struct cli_option cli_run_options[] = {
 	 "maf-launch as the backend's exec finds it (default: local, $MAF_LAUNCH or "
 	 "maf-launch next to maf-host; docker, /usr/local/bin/maf-launch, where this project's "
 	 "images put it)"},
+	{"--exec-timeout", "S", set_seconds, AT(exec_timeout_ms),
+	 "time limit in seconds of each of the launcher's short commands, run, stop and "
+	 "reclaim (default: 30; never past the run's deadline), for an engine slow to start "
+	 "execs"},
 	{"--simulate-latency-ms", "N", set_latency, 0,
 	 "add N ms before every backend operation, one at a time, to simulate a remote backend "
 	 "(default: 0)"},

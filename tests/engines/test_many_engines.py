@@ -44,6 +44,11 @@ IN_IMAGE_LAUNCHER = "/usr/local/bin/maf-launch"
 LOCAL = "unix:///var/run/docker.sock"
 PREFIX = "maf-many-test-"
 RUN_TIMEOUT = 600       # seconds a run may take: its deadline, never a pass condition
+# Seconds one `maf-launch run`, stop or reclaim exec may take. The library's 30 s is short
+# for 3 x RUNS execs started at once on this machine's 2 CPUs (each a runc exec in its
+# container): one launch past 30 s under that load would fail a run whose deadline is
+# RUN_TIMEOUT. A bound, never a pass condition.
+EXEC_TIMEOUT = 300
 SAFETY = 1200           # the whole loop's safety net
 
 # Each run prints the answers it got, one a line; each answer names its engine, its run
@@ -184,7 +189,8 @@ def test_one_loop_supervises_runs_on_three_engines_at_once(fleet, capsys):
                 results = await asyncio.gather(*(
                     mafhost.run(sandboxes[name][i % CONTAINERS],
                                 PROGRAM.format(calls=CALLS, engine=name, run=i),
-                                tools=[stamp], timeout=RUN_TIMEOUT, check=False)
+                                tools=[stamp], timeout=RUN_TIMEOUT,
+                                exec_timeout=EXEC_TIMEOUT, check=False)
                     for name, i in runs), return_exceptions=True)
             finally:
                 wall = time.monotonic() - start

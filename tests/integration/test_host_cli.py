@@ -67,6 +67,7 @@ def test_version(host):
     (["run", "--backend", "docker:", "x.py"], "unknown --backend 'docker:'"),
     (["run", "--guest-program", "", "x.py"], "--guest-program takes a path"),
     (["run", "--simulate-latency-ms", "fast", "x.py"], "--simulate-latency-ms"),
+    (["run", "--exec-timeout", "0", "x.py"], "--exec-timeout takes a positive number"),
     (["run", "--tool", "a=cat", "--param", "b:x:string", "x.py"], "no --tool b"),
     (["run", "--tool", "a=cat", "--param", "a:x:float", "x.py"], "unknown type"),
     (["run", "--tool", "a=cat", "--param", "a-x-string", "x.py"], "TOOL:NAME:TYPE"),

@@ -164,6 +164,23 @@ def test_a_launcher_that_is_not_there_raises_launch_failed(run_base):
     shutil.rmtree(ei.value.result.run_dir, ignore_errors=True)
 
 
+def test_a_launcher_that_hangs_is_cut_off_at_exec_timeout(run_base, tmp_path):
+    # A launcher that never returns: its `run` is bounded by exec_timeout, not only by the
+    # run's deadline, and so are the stop and reclaim the ending tries with it.
+    hang = tmp_path / "maf-launch"
+    hang.write_text("#!/bin/sh\nexec sleep 600\n")
+    hang.chmod(0o755)
+    sb = mafhost.LocalSandbox(launcher_path=str(hang), tmpdir=str(run_base))
+    with pytest.raises(mafhost.BackendError) as ei:
+        arun(mafhost.run(sb, programs.calls(1), tools=[add], timeout=300, exec_timeout=1))
+    assert ei.value.result.status == "error"
+    assert "maf-launch run did not return in time" in str(ei.value)
+    import shutil
+    shutil.rmtree(ei.value.result.run_dir, ignore_errors=True)
+    with pytest.raises(mafhost.ConfigError, match="exec_timeout"):
+        arun(mafhost.run(sb, "", exec_timeout=0))
+
+
 def test_signals_and_exit_codes_are_results_not_exceptions(local):
     r = arun(mafhost.run(local, "import sys\nsys.exit(7)\n", timeout=10))
     assert (r.status, r.exit_code, r.ok) == ("exited", 7, False)

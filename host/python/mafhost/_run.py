@@ -683,6 +683,8 @@ class _Spec:
     max_memory: Optional[int] = None
     writable: Sequence[str] = ()
     keep_run_dir: bool = False
+    # Seconds one of the launcher's short commands (run, stop, reclaim) may take.
+    exec_timeout: Optional[float] = None
     # A pass-through run: every request goes to the answerer (_upstream.Answerer).
     answerer: Optional[Answerer] = None
     # An entry of the run directory the reclaim leaves.
@@ -703,6 +705,7 @@ async def run(backend: Any, program: Optional[str] = None, *,
               landlock: Optional[Landlock] = None, user: Optional[str] = None,
               max_procs: Optional[int] = None, max_memory: Optional[int] = None,
               writable: Sequence[str] = (), keep_run_dir: bool = False,
+              exec_timeout: Optional[float] = None,
               library: Optional[_abi.Library] = None) -> RunResult:
     """Runs a program in backend through maf-launch, serving its host-tool calls with
     tools, and returns its RunResult once it is over.
@@ -715,10 +718,12 @@ async def run(backend: Any, program: Optional[str] = None, *,
     HostToolRegistry (or HostToolRun), served through its own dispatch. See the package's
     documentation for the rest; with check (the default) a run that timed out, was lost,
     failed to launch or failed in the backend raises RunTimeout, RunLost, LaunchFailed or
-    BackendError (its result in .result). Cancelling the task stops the program and
+    BackendError (its result in .result). exec_timeout: the seconds one of the launcher's
+    short commands (run, stop, reclaim) may take (default: the library's, 30; never past the
+    run's deadline), for an engine slow to start execs under load. Cancelling the task stops the program and
     reclaims the run directory before the cancellation goes on."""
     spec = _Spec(program, argv, timeout, run_dir, launcher, transport, egress, seccomp,
-                 landlock, user, max_procs, max_memory, writable, keep_run_dir)
+                 landlock, user, max_procs, max_memory, writable, keep_run_dir, exec_timeout)
     return await _serve(backend, spec, tools, limits, on_event, check, library)
 
 
@@ -733,6 +738,9 @@ async def _serve(backend: Any, spec: _Spec, tools: Any, limits: Optional[Limits]
     if spec.timeout is None or not spec.timeout > 0:
         raise ConfigError("the timeout must be a positive number of seconds, not "
                           f"{spec.timeout!r}")
+    if spec.exec_timeout is not None and not spec.exec_timeout > 0:
+        raise ConfigError("exec_timeout must be a positive number of seconds, not "
+                          f"{spec.exec_timeout!r}")
     from . import _upstream
     served = _upstream.served_registry(tools)
     if served is not None:
@@ -862,6 +870,8 @@ def _options(lib: _abi.Library, o: _abi.RunOptions, r: _Run, spec: _Spec,
         o.argv = arr
     o.launcher = cs(spec.launcher or getattr(backend, "launcher_path", None))
     o.timeout_ms = int(spec.timeout * 1000)
+    if spec.exec_timeout is not None:
+        o.exec_timeout_ms = max(1, int(spec.exec_timeout * 1000))
     t = ctypes.c_int()
     if lib.transport_from_name(str(transport).encode(), ctypes.byref(t)) < 0:
         raise ConfigError(f"unknown transport {transport!r} (one of "
