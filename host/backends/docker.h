@@ -310,16 +310,17 @@ char *mafh__docker_escape(const char *s);
  * used without blocking. */
 struct docker_hijack;
 /* Starts opening a connection of its own to http's engine and POSTing body to target (after
- * the API version: "/exec/ID/start") on it, asked to be handed over. The exec's frames (any
- * that come with the answer's head, and all after) go to sink(ud, ...). name is the command,
- * for sentences. 0 and *out, or a negative code with a sentence. The caller frees *out;
- * http outlives it. */
+ * the API version: "/exec/ID/start") on it, asked to be handed over, within open_ms (<= 0:
+ * 10 s). The exec's frames (any that come with the answer's head, and all after) go to
+ * sink(ud, ...). name is the command, for sentences. 0 and *out, or a negative code with a
+ * sentence. The caller frees *out; http outlives it. */
 int mafh__docker_hijack_start(struct docker_http *http, const char *target, const char *body,
-			      const char *name, int64_t now_ms, docker_sink_fn sink, void *ud,
-			      struct docker_hijack **out, struct mafh_error *err);
+			      const char *name, int64_t now_ms, int64_t open_ms,
+			      docker_sink_fn sink, void *ud, struct docker_hijack **out,
+			      struct mafh_error *err);
 /* The opening taken further: 1 while it goes on, 0 once the engine has said 101 (or 200),
  * or a negative code with a sentence: the engine unreachable ("cannot reach the Docker
- * engine at SOCKET: ..."), the request not sent, the engine's refusal, or 10 s passed. */
+ * engine at SOCKET: ..."), the request not sent, the engine's refusal, or open_ms passed. */
 int mafh__docker_hijack_opening(struct docker_hijack *h, int64_t now_ms,
 				struct mafh_error *err);
 /* While opening: what h waits on (*fd, returning 1, or no descriptor, 0) and until when. */

@@ -142,8 +142,11 @@ static int attach(struct docker_task *t, int64_t now, docker_sink_fn sink, void 
 
 	snprintf(target, sizeof(target), "/exec/%s/start", t->eid);
 	mafh__docker_http_count(t->d->http);
-	rc = mafh__docker_hijack_start(t->d->http, target, start_body,
-				       t->op->argv[0], now, sink, ud, &t->conn, err);
+	/* A stream's opening within its op's timeout, an exec's within its deadline. */
+	rc = mafh__docker_hijack_start(t->d->http, target, start_body, t->op->argv[0], now,
+				       step == OPEN_ATTACH ? t->op->timeout_ms
+				       : t->deadline ? left_ms(t->d, t->deadline, now) : 0,
+				       sink, ud, &t->conn, err);
 	if (rc < 0)
 		return rc;
 	t->step = step;

@@ -27,7 +27,8 @@
 
 #define HEAD_MAX 8192
 #define STDERR_KEEP 4096
-/* The opening (connect, request, the answer's head) within this. */
+/* The opening (connect, request, the answer's head) within this, where the caller names no
+ * time of its own. */
 #define OPEN_MS 10000
 /* A connect the engine's full backlog refused is tried again after this. */
 #define RETRY_MS 5
@@ -127,8 +128,9 @@ static long conn_send(struct docker_hijack *h, const void *buf, size_t n)
 /* ---- the opening ---------------------------------------------------------------------- */
 
 int mafh__docker_hijack_start(struct docker_http *http, const char *target, const char *body,
-			      const char *name, int64_t now_ms, docker_sink_fn sink, void *ud,
-			      struct docker_hijack **out, struct mafh_error *err)
+			      const char *name, int64_t now_ms, int64_t open_ms,
+			      docker_sink_fn sink, void *ud, struct docker_hijack **out,
+			      struct mafh_error *err)
 {
 	const struct docker_endpoint *ep = mafh__docker_http_endpoint(http);
 	const char *socket_path = ep->via == DOCKER_VIA_UNIX ? ep->socket : ep->where;
@@ -146,7 +148,9 @@ int mafh__docker_hijack_start(struct docker_http *http, const char *target, cons
 	h->http = http;
 	h->sink = sink;
 	h->ud = ud;
-	h->deadline = now_ms + OPEN_MS;
+	if (open_ms <= 0)
+		open_ms = OPEN_MS;
+	h->deadline = now_ms + open_ms;
 	snprintf(h->name, sizeof(h->name), "%s", name);
 	snprintf(h->socket, sizeof(h->socket), "%s", socket_path);
 	mafh__docker_demux_init(&h->demux);
@@ -162,7 +166,7 @@ int mafh__docker_hijack_start(struct docker_http *http, const char *target, cons
 		int rc;
 
 		h->creq = (struct docker_request){.method = "GET", .target = "/_ping",
-						  .timeout_ms = OPEN_MS, .connect_only = 1};
+						  .timeout_ms = open_ms, .connect_only = 1};
 		if (!(h->cbuf = malloc(CHUNK))) {
 			mafh__docker_hijack_free(h);
 			return mafh__error_set(err, MAFH_ENOMEM, "out of memory");

@@ -326,8 +326,9 @@ const struct cli_option cli_run_options[] = {
 	 "images put it)"},
 	{"--exec-timeout", "S", set_seconds, AT(exec_timeout_ms),
 	 "time limit in seconds of each of the launcher's short commands, run, stop and "
-	 "reclaim (default: 30; never past the run's deadline), for an engine slow to start "
-	 "execs"},
+	 "reclaim, of a stream's opening, and of a wait's or relay's exec past its slice "
+	 "(default: 30; never past the run's deadline by more than 5 s), for an engine slow "
+	 "to start execs"},
 	{"--simulate-latency-ms", "N", set_latency, 0,
 	 "add N ms before every backend operation, one at a time, to simulate a remote backend "
 	 "(default: 0)"},

@@ -465,6 +465,9 @@ void mafh__wait_for_files(struct mafh_run *run);
 enum mafh__outcome mafh__take_event(struct mafh_run *run, const struct mafh__wait_event *ev);
 /* core_serve.c: whether the answer due goes on the stdin of `maf-launch relay`. */
 int mafh__relay_carries(const struct mafh_run *run);
+/* core_serve.c: what an exec waiting `slice` ms may take past it (exec_timeout_ms, past the
+ * deadline by 5 s at most). */
+int64_t mafh__exec_overhead(const struct mafh_run *run, int64_t slice);
 /* core_serve.c: the answer to next_id is in place (at written_ms): counted, reported, and the
  * next id is due. */
 void mafh__answer_written(struct mafh_run *run, int64_t written_ms);

@@ -15,6 +15,9 @@
  * input whole (the local one in a memfd, a remote one in the request that starts the exec),
  * so a larger one is written first, by a WRITE op. */
 #define RELAY_ANSWER_MAX (48 * 1024)
+/* How far past the run's deadline a waiting exec may go, at most (its start and its output's
+ * way back). */
+#define EXEC_PAST_DEADLINE_MS 5000
 
 /* The next pause waits for the next request or the exit marker, for at most poll_max_ms: the
  * wait is a hint (a notification can miss a directory the program replaced), so looks keep
@@ -382,6 +385,19 @@ int mafh__relay_carries(const struct mafh_run *run)
 	       run->next_id < MAFP_CALL_ID_MAX;
 }
 
+/* What an exec that waits `slice` may take past it (starting it, carrying its output back):
+ * the launcher's exec timeout, as for its other short commands (an engine under load can
+ * take seconds to start an exec), but past the run's deadline by no more than
+ * EXEC_PAST_DEADLINE_MS. */
+int64_t mafh__exec_overhead(const struct mafh_run *run, int64_t slice)
+{
+	int64_t room = run->deadline - run->now - slice;
+
+	if (room < EXEC_PAST_DEADLINE_MS)
+		room = EXEC_PAST_DEADLINE_MS;
+	return run->exec_timeout_ms < room ? run->exec_timeout_ms : room;
+}
+
 static int64_t wait_slice(const struct mafh_run *run)
 {
 	int64_t left = run->deadline - run->now;
@@ -407,9 +423,8 @@ enum mafh__outcome mafh__emit_wait_exec(struct mafh_run *run, struct mafh_op *op
 		mafh__argv_wait(&run->argv, run->launcher, run->run_dir, run->next_id, slice,
 				run->limits.max_request_bytes, run->result.supervisor_pid);
 	}
-	/* Room for the event line and the largest request it may print; the exec's own
-	 * overhead gets a few seconds past the slice, so the deadline is not overrun by more. */
-	mafh__op_exec(run, op, slice + (run->exec_timeout_ms < 5000 ? run->exec_timeout_ms : 5000),
+	/* Room for the event line and the largest request it may print. */
+	mafh__op_exec(run, op, slice + mafh__exec_overhead(run, slice),
 		      run->limits.max_request_bytes + WAIT_HEAD_MAX + 2);
 	if (run->relay_carried) {
 		op->data = run->wbuf;

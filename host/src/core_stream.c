@@ -35,6 +35,9 @@ enum mafh__outcome mafh__emit_stream_open(struct mafh_run *run, struct mafh_op *
 			 run->limits.max_response_bytes, run->result.supervisor_pid);
 	op->kind = MAFH_OP_STREAM_OPEN;
 	op->argv = run->argv.v;
+	/* Its opening (over Docker: the exec made and started, the connection handed over)
+	 * within the launcher's exec timeout, as its short commands; the stream itself lasts. */
+	op->timeout_ms = mafh__exec_overhead(run, 0);
 	run->result.ops.exec++;
 	run->result.streams_opened++;
 	return OC_PENDING;

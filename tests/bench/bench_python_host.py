@@ -95,6 +95,9 @@ def why(r):
     text = f"{r.status} (exit {r.exit_code}), {r.calls} calls"
     if r.error:
         text += f": {r.error}"
+    elif r.output.strip():
+        # What the program said last: a traceback's last line names what went wrong.
+        text += ": " + r.output.strip().splitlines()[-1]
     return text[:300]
 
 

@@ -214,7 +214,8 @@ def test_one_loop_supervises_runs_on_three_engines_at_once(fleet, capsys):
         elif (r.status, r.exit_code, r.calls, r.refusals, r.output) != \
                 ("exited", 0, CALLS, 0, want_out):
             bad.append(f"{name} run {i}: {r.status} (exit {r.exit_code}), {r.calls} calls, "
-                       f"{r.refusals} refused: {r.error or r.errors} output {r.output!r}")
+                       f"{r.refusals} refused: {r.error}; on the way: {r.errors} (transport "
+                       f"{r.transport}) output {r.output!r}")
     answered = sum(r.calls for r in results if not isinstance(r, BaseException))
     with capsys.disabled():
         print(f"\n[many engines] {RUNS} runs on each of {', '.join(fleet)} "

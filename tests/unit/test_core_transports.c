@@ -185,6 +185,39 @@ static void test_relay_transport(void **state)
 	teardown_run(&f);
 }
 
+/* An exec that waits is given the launcher's exec timeout past its slice to start and come
+ * back (an engine under load takes seconds to start one), but not more than 5 s past the
+ * run's deadline; a stream's opening the same, its slice nothing. */
+static void test_waiting_exec_times(void **state)
+{
+	static const unsigned caps[] = {RELAY_CAPS, RELAY_CAPS | MAFH_CAP_STREAM};
+	struct fixture f;
+	struct mafh_op op;
+
+	(void)state;
+	for (int i = 0; i < 2; i++) {
+		/* A long run: the slice (2 s) and the whole exec timeout (30 s, the default). */
+		setup_run_caps(&f, NULL, MAFH_TRANSPORT_AUTO, 60000, caps[i]);
+		start(&f);
+		op = next(&f);
+		assert_int_equal(op.kind, i ? MAFH_OP_STREAM_OPEN : MAFH_OP_EXEC);
+		assert_int_equal(op.timeout_ms, i ? 30000 : 2000 + 30000);
+		teardown_run(&f);
+		/* A run of 9 s: nothing past its deadline but the 5 s a waiting exec may. */
+		setup_run_caps(&f, NULL, MAFH_TRANSPORT_AUTO, 9000, caps[i]);
+		start(&f);
+		op = next(&f);
+		assert_int_equal(f.now + op.timeout_ms, 1000 + 9000); /* the deadline */
+		teardown_run(&f);
+		/* A run of 3 s: a waiting exec still has 5 s for its start, past the deadline. */
+		setup_run_caps(&f, NULL, MAFH_TRANSPORT_AUTO, 3000, caps[i]);
+		start(&f);
+		op = next(&f);
+		assert_int_equal(op.timeout_ms, i ? 5000 : 2000 + 5000);
+		teardown_run(&f);
+	}
+}
+
 /* Without MAFH_CAP_EXEC_STDIN the answer is written first, and the relay after it carries
  * none: two operations a call, the answer in no argv. */
 static void test_relay_without_stdin(void **state)
@@ -572,6 +605,7 @@ int main(void)
 		cmocka_unit_test(test_wait_garbage),
 		cmocka_unit_test(test_relay_transport),
 		cmocka_unit_test(test_relay_without_stdin),
+		cmocka_unit_test(test_waiting_exec_times),
 		cmocka_unit_test(test_relay_fallback),
 		cmocka_unit_test(test_stream_transport),
 		cmocka_unit_test(test_stream_fallback),

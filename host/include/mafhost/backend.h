@@ -302,8 +302,9 @@ MAFH_API void mafh_docker_options_init(struct mafh_docker_options *opts);
  *     4 KiB, for the sentence of its end). The stdout read from the connection and not
  *     taken yet is held up to 4 MiB: a command that prints more while a write to it waits
  *     (the write reads its output meanwhile, so that neither side waits on the other)
- *     breaks the stream (MAFH_E2BIG, then every op fails). A write without a timeout gets
- *     30 s. Closing ends its stdin and waits up to 1 s for its output's end, then closes
+ *     breaks the stream (MAFH_E2BIG, then every op fails). Its opening (the connection
+ *     handed over) takes at most the STREAM_OPEN op's timeout_ms (10 s where it has none;
+ *     a run gives its exec_timeout_ms). A write without a timeout gets 30 s. Closing ends its stdin and waits up to 1 s for its output's end, then closes
  *     the connection (mafh_backend_state_free closes it at once); the engine cannot end an
  *     exec, so a command that ignores its stdin's end may go on in the container.
  * Caps: EXEC, FILES_IN, FILES_OUT, DETACHED_EXEC, BLOCKING_EXEC, STREAM (the auto

@@ -128,7 +128,8 @@ struct mafh_run_options {
 	int64_t wait_slice_ms;     /* wait: --timeout-ms of one `maf-launch wait` (default 2000) */
 	/* The exec timeout of the launcher's short commands: run, stop, reclaim (default
 	 * 30000; bounded by the deadline for run, and for stop and reclaim by the ending's
-	 * budget, MAFH_ENDING_MS). */
+	 * budget, MAFH_ENDING_MS); also what a stream's opening may take, and a wait's or
+	 * relay's exec past its slice (past the deadline by 5 s at most). */
 	int64_t exec_timeout_ms;
 	mafh_event_fn on_event;    /* may be NULL */
 	void *event_ud;            /* borrowed, handed to on_event */

@@ -719,9 +719,10 @@ async def run(backend: Any, program: Optional[str] = None, *,
     documentation for the rest; with check (the default) a run that timed out, was lost,
     failed to launch or failed in the backend raises RunTimeout, RunLost, LaunchFailed or
     BackendError (its result in .result). exec_timeout: the seconds one of the launcher's
-    short commands (run, stop, reclaim) may take (default: the library's, 30; never past the
-    run's deadline), for an engine slow to start execs under load. Cancelling the task stops the program and
-    reclaims the run directory before the cancellation goes on."""
+    short commands (run, stop, reclaim) may take, and a stream's opening, and a wait's or
+    relay's exec past its slice (default: the library's, 30; never past the run's deadline
+    by more than 5 s), for an engine slow to start execs under load. Cancelling the task
+    stops the program and reclaims the run directory before the cancellation goes on."""
     spec = _Spec(program, argv, timeout, run_dir, launcher, transport, egress, seccomp,
                  landlock, user, max_procs, max_memory, writable, keep_run_dir, exec_timeout)
     return await _serve(backend, spec, tools, limits, on_event, check, library)
