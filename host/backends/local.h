@@ -5,7 +5,8 @@
  *   local_wait.c   WAIT_UNTIL: the inotify watches, kept in the slot between waits
  *   local_exec.c   EXEC (with or without an input)
  *   local_stream.c STREAM_OPEN, _WRITE, _READ, _CLOSE
- *   local_spawn.c  starting every command, from a thread whose descriptor table is its own
+ *   local_spawn.c  starting every command, in a large host from a thread whose descriptor
+ *                  table is its own
  * No op blocks: each is done when it starts (the files, a stream's opening) or is a task
  * that says which descriptors and time it waits on. The functions that take err return 0,
  * or the negative errno of the system call that failed (MAFH_EINVAL for a bad argument). */
@@ -107,7 +108,8 @@ void mafh__local_child(const char *const *argv, const char *cwd, int in_fd, int 
 /* Starts argv as mafh__local_child would in a child (the same stdio, working directory, process
  * group and signals), with posix_spawn: no copy of this process's memory map, which for a
  * large host (an interpreter with a thousand runs) costs more than the rest of a call, and,
- * from the spawner thread (local_spawn.c), no copy of its descriptor table either. Where it
+ * where its descriptors are many (from the spawner thread, local_spawn.c), no copy of its
+ * descriptor table either. Where it
  * cannot be spawned (not found, not executable, no such working directory), a forked child
  * says why as mafh__local_child does. Returns the child's pid, or -1 with errno. */
 pid_t mafh__local_spawn(const char *const *argv, const char *cwd, int in_fd, int out_fd,

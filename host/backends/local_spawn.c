@@ -9,7 +9,16 @@
  * stdio and its end of a socket pair; a command's three descriptors are handed to it over
  * the socket (SCM_RIGHTS), so each spawn copies six descriptors whatever the host holds.
  *
- * The thread is started at the first spawn in a process (fork leaves no thread behind: a
+ * The hand-over has its own cost (two system calls each way and the thread woken: on this
+ * project's 2-CPU virtual machine about 150 us a spawn when a CPU is idle, an IPI that traps
+ * to the hypervisor), which a host holding few descriptors does not win back: make
+ * bench-python's host CPU per call was 361 us through the thread and 314 us in place at 10
+ * runs at once, 396 and 425 at 1,000. So a command whose descriptors are all below
+ * SPAWNER_FROM_FD is spawned in the caller's thread: its pipes were just made, and the
+ * kernel gives the lowest free numbers, so every number below them is open, and past this
+ * many the copy costs more than the hand-over.
+ *
+ * The thread is started at the first spawn in a process that needs it (fork leaves no thread behind: a
  * forked child starts its own) and lives as long as the process. The commands it starts are
  * its children, which any thread of the process may wait for (wait4, pidfds); none of them
  * sets a parent-death signal toward the host, which would follow the thread rather than the
@@ -33,6 +42,9 @@
 #ifndef CLOSE_RANGE_UNSHARE
 #define CLOSE_RANGE_UNSHARE (1u << 1)
 #endif
+
+/* A command with a descriptor at or above this is spawned through the thread (see above). */
+#define SPAWNER_FROM_FD 2048
 
 /* Its stack: posix_spawn gives the child a stack of its own, so this is only the thread's
  * few frames (with room for a sanitizer's larger ones). */
@@ -331,13 +343,15 @@ pid_t mafh__local_spawn(const char *const *argv, const char *cwd, int in_fd, int
 {
 	struct spawn_req req = { .argv = argv, .cwd = cwd, .rc = -1, .pid = -1 };
 	pid_t pid;
-	int handed;
+	int handed = 0;
 
-	pthread_mutex_lock(&sp_lock);
-	if (sp_state == SP_NONE)
-		start();
-	handed = sp_state == SP_READY && hand_over(&req, in_fd, out_fd, err_fd) == 0;
-	pthread_mutex_unlock(&sp_lock);
+	if (in_fd >= SPAWNER_FROM_FD || out_fd >= SPAWNER_FROM_FD || err_fd >= SPAWNER_FROM_FD) {
+		pthread_mutex_lock(&sp_lock);
+		if (sp_state == SP_NONE)
+			start();
+		handed = sp_state == SP_READY && hand_over(&req, in_fd, out_fd, err_fd) == 0;
+		pthread_mutex_unlock(&sp_lock);
+	}
 	if (!handed || req.rc == NOT_HERE) {
 		handed = 0;
 		req.rc = spawn_here(argv, cwd, in_fd, out_fd, err_fd, &req.pid);

@@ -544,18 +544,39 @@ static pid_t exec_parent(struct mafh_backend *b)
 	return tid;
 }
 
-/* In a child of the test: the same, where the spawner cannot be had (close_range denied by
- * the caller), or after a fork from a process that had one. 0 when the command ran and its
- * parent is as expected (in_place: this thread; otherwise another), or the failed check. */
+/* Opens /dev/null n times into held (n at most 3000): how many were opened. */
+static int hold(int *held, int n)
+{
+	int i = 0;
+
+	while (i < n && (held[i] = open("/dev/null", O_RDONLY)) >= 0)
+		i++;
+	return i;
+}
+
+static void let_go(int *held, int n)
+{
+	while (n > 0)
+		close(held[--n]);
+}
+
+/* In a child of the test, holding 3,000 descriptors: the same, where the spawner cannot be
+ * had (close_range denied by the caller), or after a fork from a process that had one. 0
+ * when the command ran and its parent is as expected (in_place: this thread; otherwise
+ * another), or the failed check. */
 static int spawn_in_child(int in_place)
 {
+	static int held[3000];
 	struct mafh_backend *b = NULL;
 	pid_t tid;
 
+	if (hold(held, 3000) != 3000)
+		return 4;
 	if (mafh_backend_local_new("/bin/true", &b) < 0)
 		return 1;
 	tid = exec_parent(b);
 	mafh_backend_free(b);
+	let_go(held, 3000);
 	if (tid <= 0)
 		return 2;
 	if (in_place ? tid != (pid_t)syscall(SYS_gettid) : tid == (pid_t)syscall(SYS_gettid))
@@ -573,11 +594,12 @@ static int spawn_after_fork(void)
 	return spawn_in_child(0);
 }
 
-/* Commands are spawned from the backend's own thread, whose descriptor table is its own, so
- * a spawn's cost does not grow with what the host holds (host/backends/local_spawn.c): with
- * 3,000 descriptors open here, the command is a child of another thread and sees only its
- * stdio. After a fork the child gets a spawner of its own; where close_range cannot unshare
- * a table, commands are spawned in place, as before. */
+/* In a host holding thousands of descriptors, commands are spawned from the backend's own
+ * thread, whose descriptor table is its own, so a spawn's cost does not grow with what the
+ * host holds (host/backends/local_spawn.c): with 3,000 descriptors open here, the command is
+ * a child of another thread and sees only its stdio. With few, the caller's thread spawns
+ * (the hand-over would cost more than the copy). After a fork the child gets a spawner of
+ * its own; where close_range cannot unshare a table, commands are spawned in place. */
 static void test_task_spawner(void **state)
 {
 	struct mafh_backend *b = local();
@@ -586,12 +608,14 @@ static void test_task_spawner(void **state)
 	struct mafh_op_result r;
 	const char *ls[] = {"ls", "/proc/self/fd", NULL};
 	void *slot = NULL;
-	int held[3000], n = 0;
+	static int held[3000];
+	int n;
 	pid_t tid;
 
 	(void)state;
-	while (n < 3000 && (held[n] = open("/dev/null", O_RDONLY)) >= 0)
-		n++;
+	tid = exec_parent(b);
+	assert_int_equal(tid, (pid_t)syscall(SYS_gettid));
+	n = hold(held, 3000);
 	assert_int_equal(n, 3000);
 	tid = exec_parent(b);
 	assert_true(tid > 0);
@@ -604,8 +628,9 @@ static void test_task_spawner(void **state)
 	assert_int_equal(r.exec.out_len, 8);
 	assert_memory_equal(r.exec.out, "0\n1\n2\n3\n", 8);      /* 3: ls's directory */
 	mafh_task_free(t);
-	while (n > 0)
-		close(held[--n]);
+	let_go(held, n);
+	tid = exec_parent(b);
+	assert_int_equal(tid, (pid_t)syscall(SYS_gettid));
 	assert_int_equal(with_syscall_denied(-1, 0, spawn_after_fork), 0);
 	assert_int_equal(with_syscall_denied(SCMP_SYS(close_range), ENOSYS, spawn_in_place), 0);
 	mafh_backend_free(b);
