@@ -109,9 +109,9 @@ void mafh__local_child(const char *const *argv, const char *cwd, int in_fd, int 
  * group and signals), with posix_spawn: no copy of this process's memory map, which for a
  * large host (an interpreter with a thousand runs) costs more than the rest of a call, and,
  * where its descriptors are many (from the spawner thread, local_spawn.c), no copy of its
- * descriptor table either. Where it
- * cannot be spawned (not found, not executable, no such working directory), a forked child
- * says why as mafh__local_child does. Returns the child's pid, or -1 with errno. */
+ * descriptor table either. Where it cannot be spawned (not found, not executable, no such
+ * working directory), a forked child says why as mafh__local_child does. Returns the
+ * child's pid, or -1 with errno. */
 pid_t mafh__local_spawn(const char *const *argv, const char *cwd, int in_fd, int out_fd,
 			int err_fd);
 /* A pidfd of child pid (O_CLOEXEC), or -1 where the kernel has none (before 5.3, or a

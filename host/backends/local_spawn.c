@@ -18,12 +18,12 @@
  * kernel gives the lowest free numbers, so every number below them is open, and past this
  * many the copy costs more than the hand-over.
  *
- * The thread is started at the first spawn in a process that needs it (fork leaves no thread behind: a
- * forked child starts its own) and lives as long as the process. The commands it starts are
- * its children, which any thread of the process may wait for (wait4, pidfds); none of them
- * sets a parent-death signal toward the host, which would follow the thread rather than the
- * process. Where it cannot be started (close_range with CLOSE_RANGE_UNSHARE is Linux 5.9;
- * a seccomp policy may deny it), or a hand-over fails, the command is spawned in the
+ * The thread is started at the first spawn in a process that needs it (fork leaves no thread
+ * behind: a forked child starts its own) and lives as long as the process. The commands it
+ * starts are its children, which any thread of the process may wait for (wait4, pidfds); none
+ * of them sets a parent-death signal toward the host, which would follow the thread rather
+ * than the process. Where it cannot be started (close_range with CLOSE_RANGE_UNSHARE is Linux
+ * 5.9; a seccomp policy may deny it), or a hand-over fails, the command is spawned in the
  * caller's thread, as it always was; the result is the same either way. */
 #include <errno.h>
 #include <fcntl.h>

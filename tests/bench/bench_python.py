@@ -249,9 +249,10 @@ class Bench:
         busy = settle(a.settle)
         samples = {(v.name, t): [] for v in self.versions for t in ("thread", "inline")}
         if cpu is None:
+            # The reference host's program, copied once: it runs in the first pass alone.
             samples[("maf-host", "server")] = []
-        prog = Path(self.base) / "bench_python_program.py"
-        shutil.copy(PROGRAM, prog)
+            prog = Path(self.base) / "bench_python_program.py"
+            shutil.copy(PROGRAM, prog)
         where = "every CPU" if cpu is None else f"CPU {cpu} alone, the host and all it starts"
         print(f"\nper call, on {where}: {a.rounds} rounds of {a.calls} calls (`echo`), each "
               f"version in a fresh process, alternately (load {load_avg()}; CPU {busy:.0%} "

@@ -304,8 +304,9 @@ MAFH_API void mafh_docker_options_init(struct mafh_docker_options *opts);
  *     (the write reads its output meanwhile, so that neither side waits on the other)
  *     breaks the stream (MAFH_E2BIG, then every op fails). Its opening (the connection
  *     handed over) takes at most the STREAM_OPEN op's timeout_ms (10 s where it has none;
- *     a run gives its exec_timeout_ms). A write without a timeout gets 30 s. Closing ends its stdin and waits up to 1 s for its output's end, then closes
- *     the connection (mafh_backend_state_free closes it at once); the engine cannot end an
+ *     a run gives its exec_timeout_ms). A write without a timeout gets 30 s. Closing ends
+ *     its stdin and waits up to 1 s for its output's end, then closes the connection
+ *     (mafh_backend_state_free closes it at once); the engine cannot end an
  *     exec, so a command that ignores its stdin's end may go on in the container.
  * Caps: EXEC, FILES_IN, FILES_OUT, DETACHED_EXEC, BLOCKING_EXEC, STREAM (the auto
  * transport) and EXEC_STDIN (relay's answer on the exec's stdin: one exec a call); no
