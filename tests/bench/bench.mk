@@ -89,14 +89,15 @@ bench-transports: bench-docker
 # alternately (maf-host with a tools server as a reference); then 1, 10, 100 and 1000 runs of
 # a 10-call program at once on one event loop, each level and version in a fresh process:
 # runs complete, calls answered, the host's own CPU per call, peak memory per run, the calls'
-# p50 and p99, wall time, and the host's threads and descriptors at their peak. Figures only,
-# with the targets beside them (current p50 / previous p50 no worse than 1.0 within 5%; at
-# 1000 runs every call answered, and CPU per call no higher than at 10) and a Markdown table
-# at the end; it fails only when a run of the current version does not complete. The run
+# p50 and p99, wall time, and the host's threads and descriptors at their peak; then the
+# current version's 1000 runs again with a second host serving rounds of 10 runs beside them,
+# each host's CPU per call under the same load. Figures only, with the targets beside them
+# (current p50 / previous p50 no worse than 1.0 within 5%; at 1000 runs every call answered,
+# and CPU per call no higher than at 10 under the same load) and a Markdown table at the end; it fails only when a run of the current version does not complete. The run
 # directories are on /dev/shm where it is a tmpfs (BENCH_PYTHON_FLAGS='--runs-in /tmp' puts
 # them on the disk, whose own cost per file the bench's docstring explains).
 BENCH_PYTHON_CALLS ?= 200
-BENCH_PYTHON_ROUNDS ?= 3
+BENCH_PYTHON_ROUNDS ?= 12
 BENCH_PYTHON_LEVELS ?= 1,10,100,1000
 BENCH_PYTHON_BASELINE ?= ad4847e
 BENCH_PYTHON_FLAGS ?=

@@ -8,11 +8,12 @@ line of figures.
 --per-call N: a warm-up run of 10 calls, then a run of N calls with `echo` a plain tool (a
 worker thread a call), then one with it inline (inline=True); the samples as the program
 timed them.
---scale RUNS: a warm-up run, then --rounds rounds of RUNS runs of --calls calls each at once
-on one event loop: each run's status, the calls answered, this process's own CPU time (user
-+ system of all its threads, not its children's), its peak RSS before and after, and its
-threads and descriptors at their peak (sampled every 0.1 s on the loop; the sampling's own
-CPU is left out of the CPU figure).
+--scale RUNS: a warm-up run, then --rounds rounds (more with --until) of RUNS runs of --calls
+calls each at once on one event loop: each run's status, the calls answered, this process's
+own CPU time (user + system of all its threads, not its children's), its peak RSS before and
+after, and its threads and descriptors at their peak (sampled every 0.1 s on the loop; the
+sampling's own CPU is left out of the CPU figure). --started, --start-after and --until let
+two hosts be measured over the same span, one beside the other.
 
 Every run is `python3 -S -E R/host_tools/program.py N` (the program and its shim written by
 the library into a run directory made here under $TMPDIR): only the standard library, which
@@ -128,11 +129,16 @@ def scale(a, h):
     warm = asyncio.run(h.one(calls, tool, a.timeout))
     peak = Peak()
 
-    async def level():
+    async def rounds():
+        """The rounds, on one loop (as a host's runs are), in results and walls."""
         watcher = asyncio.create_task(peak.watch(0.1))
         try:
-            return await asyncio.gather(*(h.one(calls, tool, a.timeout) for _ in range(runs)),
-                                        return_exceptions=True)
+            while len(walls) < a.rounds or (a.until and not os.path.exists(a.until)):
+                w0 = time.monotonic()
+                results.extend(await asyncio.gather(
+                    *(h.one(calls, tool, a.timeout) for _ in range(runs)),
+                    return_exceptions=True))
+                walls.append(time.monotonic() - w0)
         finally:
             watcher.cancel()
             peak.sample()
@@ -141,12 +147,15 @@ def scale(a, h):
     peak.sample()
     before = {"threads": peak.threads, "py_threads": peak.py_threads, "fds": peak.fds}
     peak = Peak()
+    if a.start_after:
+        # Beside another host: its warm-up done, this one starts with the other's runs.
+        while not os.path.exists(a.start_after):
+            time.sleep(0.01)
+    if a.started:
+        Path(a.started).touch()
     cpu0, t0 = time.process_time(), time.monotonic()
     results, walls = [], []
-    for _ in range(a.rounds):
-        w0 = time.monotonic()
-        results += asyncio.run(level())
-        walls.append(time.monotonic() - w0)
+    asyncio.run(rounds())
     cpu = time.process_time() - cpu0 - peak.cpu_s
     total_wall = time.monotonic() - t0
     samples, statuses, answered, failures = [], {}, 0, {}
@@ -162,7 +171,7 @@ def scale(a, h):
         else:
             w = why(r)
             failures[w] = failures.get(w, 0) + 1
-    return {"runs": runs, "rounds": a.rounds, "calls": calls, "statuses": statuses,
+    return {"runs": runs, "rounds": len(walls), "calls": calls, "statuses": statuses,
             "complete": sum(1 for r in results if good(r, calls)),
             "answered": answered, "wall_s": sum(walls) / len(walls), "total_wall_s": total_wall,
             "cpu_s": cpu, "peak_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
@@ -184,7 +193,12 @@ def main():
     ap.add_argument("--per-call", type=int)
     ap.add_argument("--scale", type=int)
     ap.add_argument("--calls", type=int, default=10)
-    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--rounds", type=int, default=1, help="rounds at least, with --scale")
+    ap.add_argument("--started", help="with --scale: a file made as the measured rounds start")
+    ap.add_argument("--start-after", help="with --scale: the measured rounds start once this "
+                    "file exists (after the warm-up)")
+    ap.add_argument("--until", help="with --scale: rounds go on, past --rounds, until this file "
+                    "exists (looked at between rounds)")
     a = ap.parse_args()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
