@@ -86,16 +86,19 @@ bench-transports: bench-docker
 # directory with this tree's third-party build; the working tree is not touched), in one run
 # (tests/bench/bench_python.py): each measurement a fresh process with one version's package,
 # library and launcher alone. Per-call p50 and p99 of the same program served by each version
-# alternately (maf-host with a tools server as a reference); then 1, 10, 100 and 1000 runs of
-# a 10-call program at once on one event loop, each level and version in a fresh process:
-# runs complete, calls answered, the host's own CPU per call, peak memory per run, the calls'
-# p50 and p99, wall time, and the host's threads and descriptors at their peak; then the
-# current version's 1000 runs again with a second host serving rounds of 10 runs beside them,
-# each host's CPU per call under the same load. Figures only, with the targets beside them
-# (current p50 / previous p50 no worse than 1.0 within 5%; at 1000 runs every call answered,
-# and CPU per call no higher than at 10 under the same load) and a Markdown table at the end; it fails only when a run of the current version does not complete. The run
-# directories are on /dev/shm where it is a tmpfs (BENCH_PYTHON_FLAGS='--runs-in /tmp' puts
-# them on the disk, whose own cost per file the bench's docstring explains).
+# alternately, on every CPU (maf-host with a tools server as a reference), on one CPU, and
+# with the host on one CPU and the launcher on another; then 1, 10, 100 and 1000 runs of a
+# 10-call program at once on one event loop, each level and version in a fresh process: runs
+# complete, calls answered, the host's own CPU per call, peak memory per run, the calls' p50
+# and p99, wall time, and the host's threads and descriptors at their peak; then the current
+# version's 1000 runs again with a second host serving rounds of 10 runs beside them, each
+# host's CPU per call under the same load. Figures only, with the targets beside them (current
+# p50 / previous p50 no worse than 1.0 within 5%, in each of the two placements; at 1000 runs
+# every call answered, and CPU per call no higher than at 10 under the same load) and a
+# Markdown table at the end; it fails only when a run of the current version does not
+# complete. The run directories are on /dev/shm where it is a tmpfs
+# (BENCH_PYTHON_FLAGS='--runs-in /tmp' puts them on the disk, whose own cost per file the
+# bench's docstring explains).
 BENCH_PYTHON_CALLS ?= 200
 BENCH_PYTHON_ROUNDS ?= 12
 BENCH_PYTHON_LEVELS ?= 1,10,100,1000

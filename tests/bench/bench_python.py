@@ -14,16 +14,18 @@ that version's maf-launch; it checks where mafhost and the library came from.
    the program) served by each version, alternately (the first of each pair alternating
    too), ROUNDS host processes of each (12 by default): p50 and p99 of the calls with
    `echo` a plain tool (a worker thread a call) and inline (inline=True), and each
-   process's own p50. On two CPUs a call's processes (the host, `maf-launch serve`, the
-   supervisor, the program) share a CPU in one host process and not in the next, and a
-   wake-up across CPUs costs more than the work, so that the processes' p50s fall in two
-   modes, whichever version runs; the p50 of all their calls falls in whichever mode most
-   of them drew. So the target, current over previous no worse than 1.0 within a tolerance
-   printed beside it (5% by default), is judged on the mean of the processes' p50s, which
-   weighs each placement alike. maf-host (the C command line, with a tools server) on the
-   same program is a reference line. Then the same rounds again with each host process,
-   and every process it starts, on one CPU, where what is left is the work per call.
-   Printed, not judged: the target is judged on every CPU.
+   process's own p50, in three placements. On every CPU, as a host runs: a call's processes
+   (the host, `maf-launch serve`, the supervisor, the program) share a CPU in one host
+   process and not in the next, and a wake-up across CPUs costs more than the work, so
+   that the processes' p50s fall in modes whichever version runs, and a ratio of few
+   processes is decided by the modes each version drew; its figure, the mean of the
+   processes' p50s, is printed, not judged. Then with each host process and all it starts
+   on one CPU, and with the host on one CPU and the launcher and all it starts on the other
+   (the launcher run through `taskset -c CPU`): each process placed alike for both
+   versions. The target, current over previous no worse than 1.0 within a tolerance
+   printed beside it (5% by default), is judged in each of these two placements on the
+   median of the processes' p50s. maf-host (the C command line, with a tools server) on
+   the same program is a reference line on every CPU.
 2. Scale: for each version, 1, 10, 100 and 1000 runs of a 10-call program at once on one
    event loop, each level and version in a fresh process (so that its peak memory is its
    own), in as many rounds as make --min-runs runs at least (1: 100 rounds, 10: 10): every
@@ -63,8 +65,10 @@ import argparse
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -199,20 +203,20 @@ def build_baseline(rev, tp, tmp):
     return prev, time.monotonic() - t0
 
 
-def child(v, base, args, timeout, cpu=None):
+def child(v, base, args, timeout, cpu=None, launcher=None):
     """One host process of version v; returns (its JSON, None) or (None, what happened).
     cpu: the one CPU it and every process it starts (the launcher, the program) may run on,
-    or None for all of them."""
-    return child_end(child_start(v, base, args, cpu), timeout)
+    or None for all of them. launcher: what it runs as v's launcher (v's own by default)."""
+    return child_end(child_start(v, base, args, cpu, launcher), timeout)
 
 
-def child_start(v, base, args, cpu=None):
+def child_start(v, base, args, cpu=None, launcher=None):
     """The host process of child(), started."""
     env = dict(os.environ, PYTHONPATH=str(v.package), TMPDIR=str(base))
     env.pop("MAFHOST_LAUNCHER", None)
     argv = [sys.executable, str(HOST), "--package", str(v.package), "--library",
-            str(v.library), "--launcher", str(v.launcher), "--program", str(PROGRAM),
-            "--base", str(base)] + args
+            str(v.library), "--launcher", str(launcher or v.launcher), "--program",
+            str(PROGRAM), "--base", str(base)] + args
     pin = None if cpu is None else (lambda: os.sched_setaffinity(0, {cpu}))
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
                             start_new_session=True, preexec_fn=pin)
@@ -254,28 +258,56 @@ class Bench:
             self.current_failed.append(f"{name}: {what}")
 
     def per_call(self):
-        """Both passes: as a host runs (every CPU), then with each host process and all it
-        starts on one CPU. The first carries the verdict; the second takes the scheduler's
-        placement out (on two CPUs a call's four processes share a CPU or not, differently
-        from one process to the next, and a wake-up across CPUs costs more than the work),
-        leaving the work per call."""
+        """Three passes: as a host runs (every CPU, where the scheduler places each process),
+        then with each host process and all it starts on one CPU, then with the host on one
+        CPU and the launcher and all it starts on another. On two CPUs a call's processes
+        share a CPU or not, differently from one host process to the next, and a wake-up
+        across CPUs costs more than the work: the first pass's p50s fall in modes, and which
+        mode more processes drew decides its ratio. The last two place every process alike
+        for both versions, and carry the verdict. Returns the first pass's figures."""
         out = self.per_call_pass(None)
-        cpu = min(os.sched_getaffinity(0))
-        self.per_call_pass(cpu)
+        cpus = sorted(os.sched_getaffinity(0))
+        self.per_call_pass((cpus[0],))
+        taskset = shutil.which("taskset")
+        if len(cpus) < 2 or not taskset:
+            print("\nper call, the host on one CPU and the launcher on another: not measured "
+                  f"({'one CPU here' if len(cpus) < 2 else 'no taskset on PATH'})")
+            self.fail("per call", "the split placement could not be measured")
+        else:
+            self.per_call_pass((cpus[0], cpus[1]), taskset)
         return out
 
-    def per_call_pass(self, cpu):
+    def wrapper(self, v, cpu, taskset):
+        """A launcher that is v's, on CPU cpu: `taskset -c CPU LAUNCHER ARG...`, exec'd (the
+        processes it starts inherit the CPU)."""
+        w = Path(self.base) / f"launcher-{v.name}-cpu{cpu}"
+        w.write_text(f"#!/bin/sh\nexec {shlex.quote(taskset)} -c {cpu} "
+                     f"{shlex.quote(str(v.launcher))} \"$@\"\n")
+        w.chmod(0o755)
+        return w
+
+    def per_call_pass(self, place, taskset=None):
+        """place: None (every CPU), (a,) (the host and all it starts on CPU a) or (a, b)
+        (the host on CPU a, the launcher and all it starts on CPU b)."""
         a = self.a
         busy = settle(a.settle)
         samples = {(v.name, t): [] for v in self.versions for t in ("thread", "inline")}
         p50s = {k: [] for k in samples}    # each process's own p50, us
-        if cpu is None:
+        if place is None:
             # The reference host's program, copied once: it runs in the first pass alone.
             samples[("maf-host", "server")] = []
             p50s[("maf-host", "server")] = []
             prog = Path(self.base) / "bench_python_program.py"
             shutil.copy(PROGRAM, prog)
-        where = "every CPU" if cpu is None else f"CPU {cpu} alone, the host and all it starts"
+            where = "every CPU"
+        elif len(place) == 1:
+            where = f"CPU {place[0]} alone, the host and all it starts"
+        else:
+            where = (f"the host on CPU {place[0]}, the launcher and all it starts (`maf-launch "
+                     f"serve`, the supervisor, the program) on CPU {place[1]}")
+        launchers = {v.name: self.wrapper(v, place[1], taskset) if place and len(place) > 1
+                     else None for v in self.versions}
+        cpu = place[0] if place else None
         print(f"\nper call, on {where}: {a.rounds} rounds of {a.calls} calls (`echo`), each "
               f"version in a fresh process, alternately (load {load_avg()}; CPU {busy:.0%} "
               "busy in the second before)")
@@ -284,7 +316,8 @@ class Bench:
             order = self.versions if rnd % 2 == 0 else self.versions[::-1]
             for v in order:
                 f, err = child(v, self.base, ["--per-call", str(a.calls),
-                                              "--timeout", str(a.timeout)], a.timeout * 3, cpu)
+                                              "--timeout", str(a.timeout)], a.timeout * 3, cpu,
+                               launchers[v.name])
                 if err:
                     self.fail(v.name, f"round {rnd + 1}: a run did not complete: {err}")
                     continue
@@ -292,7 +325,7 @@ class Bench:
                 for t in ("thread", "inline"):
                     samples[(v.name, t)] += f[t]
                     p50s[(v.name, t)].append(pct(f[t], 0.5) / 1000)
-            if cpu is not None:
+            if place is not None:
                 continue
             try:
                 argv = [str(BUILD / "maf-host"), "run", "--json", "--max-calls", str(a.calls),
@@ -306,14 +339,20 @@ class Bench:
                 self.fail("maf-host", f"round {rnd + 1}: {e}")
         print(f"  transport: {', '.join(f'{k} {t}' for k, t in transports.items())}; "
               f"load after: {load_avg()}")
-        if cpu is None:
+        # The ratio's figure, one p50 a process, each weighed alike: every CPU, their mean
+        # (the p50s fall in modes, and a median falls in one of them); placed, their median
+        # (one mode, and a process that met another load on the machine is left aside).
+        stat = "mean p50" if place is None else "median p50"
+        if place is None:
             print("  p50: of every call of every process; mean p50: the mean of each process's "
-                  "own p50 (the ratio's figure: it weighs each process's placement on the "
-                  "CPUs alike, where the p50 of all calls falls in whichever mode most "
-                  "processes drew)")
+                  "own p50 (the ratio's figure)")
+        else:
+            print("  p50: of every call of every process; median p50: the median of each "
+                  "process's own p50 (the ratio's figure)")
         print(f"  {'host':<18} {'tool':<13} {'calls':>6} {'p50 us':>8} {'p99 us':>9} "
-              f"{'mean p50':>9} {'current / previous':>19}   each process's p50, us")
-        out = {k: (pct(s, 0.5) / 1000, pct(s, 0.99) / 1000, len(s), sum(p50s[k]) / len(p50s[k]))
+              f"{stat:>10} {'current / previous':>19}   each process's p50, us")
+        out = {k: (pct(s, 0.5) / 1000, pct(s, 0.99) / 1000, len(s),
+                   sum(p50s[k]) / len(p50s[k]) if place is None else statistics.median(p50s[k]))
                for k, s in samples.items() if s}
         for (name, t) in samples:
             label = "maf-host (C CLI)" if name == "maf-host" else f"mafhost {name}"
@@ -326,19 +365,23 @@ class Bench:
             if name == "current" and ("previous", t) in out:
                 ratio = f"{mean / out[('previous', t)][3]:>19.2f}"
             each = " ".join(f"{x:.0f}" for x in p50s[(name, t)])
-            print(f"  {label:<18} {tool:<13} {n:>6} {p50:>8.0f} {p99:>9.0f} {mean:>9.0f} "
+            print(f"  {label:<18} {tool:<13} {n:>6} {p50:>8.0f} {p99:>9.0f} {mean:>10.0f} "
                   f"{ratio}   {each}")
         tol = a.tolerance
         for t, tool in (("thread", "worker thread"), ("inline", "inline")):
             if ("current", t) in out and ("previous", t) in out:
                 r = out[("current", t)][3] / out[("previous", t)][3]
-                if cpu is None:
-                    print(f"  target ({tool}): current p50 / previous p50 (the mean of the "
-                          f"processes' p50s) no worse than 1.00, within {tol:.0%} for noise: "
-                          f"{r:.2f}, {'met' if r <= 1 + tol else 'NOT met'}")
+                if place is None:
+                    print(f"  every CPU ({tool}): current p50 / previous p50 {r:.2f} (a "
+                          "figure: the processes' placement differs from one to the next; "
+                          "the target is judged with every process placed, below)")
                 else:
-                    print(f"  on one CPU ({tool}): current p50 / previous p50 {r:.2f} (the "
-                          "work per call; the target is judged on every CPU, above)")
+                    how = "one CPU" if len(place) == 1 else "host and launcher apart"
+                    print(f"  target ({tool}, {how}): current p50 / previous p50 (the median "
+                          f"of the processes' p50s) no worse than 1.00, within {tol:.0%} for "
+                          f"noise: {r:.2f}, {'met' if r <= 1 + tol else 'NOT met'}")
+            elif place is not None and ("previous", t) in out:
+                print(f"  target ({tool}): NOT met (the current version was not measured)")
         return out
 
     def scale(self):
