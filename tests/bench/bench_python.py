@@ -115,6 +115,22 @@ def pct(values, q):
     return s[min(len(s) - 1, max(0, int(round(q * (len(s) - 1)))))]
 
 
+def cpu_per_call(f):
+    """A scale host's own CPU per call answered, us."""
+    return f["cpu_s"] * 1e6 / max(1, f["answered"])
+
+
+def shortfall(f, total):
+    """What a scale host's figures f lack of total runs complete after a good warm-up, in
+    words; None when nothing."""
+    if f["complete"] == total and not f["warm_up"]:
+        return None
+    what = "; ".join(f"{c} x {w}" for w, c in f["failures"])
+    if f["warm_up"]:
+        what = f"warm-up: {f['warm_up']}; " + what
+    return f"statuses {f['statuses']}: {what}"
+
+
 def fs_type(path):
     """The file system type of the mount holding path (the longest mount point over it)."""
     path, best, kind = os.path.realpath(path), "", "unknown"
@@ -342,13 +358,10 @@ class Bench:
         # The ratio's figure, one p50 a process, each weighed alike: every CPU, their mean
         # (the p50s fall in modes, and a median falls in one of them); placed, their median
         # (one mode, and a process that met another load on the machine is left aside).
-        stat = "mean p50" if place is None else "median p50"
-        if place is None:
-            print("  p50: of every call of every process; mean p50: the mean of each process's "
-                  "own p50 (the ratio's figure)")
-        else:
-            print("  p50: of every call of every process; median p50: the median of each "
-                  "process's own p50 (the ratio's figure)")
+        kind = "mean" if place is None else "median"
+        stat = f"{kind} p50"
+        print(f"  p50: of every call of every process; {stat}: the {kind} of each process's "
+              "own p50 (the ratio's figure)")
         print(f"  {'host':<18} {'tool':<13} {'calls':>6} {'p50 us':>8} {'p99 us':>9} "
               f"{stat:>10} {'current / previous':>19}   each process's p50, us")
         out = {k: (pct(s, 0.5) / 1000, pct(s, 0.99) / 1000, len(s),
@@ -360,12 +373,12 @@ class Bench:
             if (name, t) not in out:
                 print(f"  {label:<18} {tool:<13} {0:>6} {'-':>8} {'-':>9}")
                 continue
-            p50, p99, n, mean = out[(name, t)]
+            p50, p99, n, fig = out[(name, t)]
             ratio = f"{'':>19}"
             if name == "current" and ("previous", t) in out:
-                ratio = f"{mean / out[('previous', t)][3]:>19.2f}"
+                ratio = f"{fig / out[('previous', t)][3]:>19.2f}"
             each = " ".join(f"{x:.0f}" for x in p50s[(name, t)])
-            print(f"  {label:<18} {tool:<13} {n:>6} {p50:>8.0f} {p99:>9.0f} {mean:>10.0f} "
+            print(f"  {label:<18} {tool:<13} {n:>6} {p50:>8.0f} {p99:>9.0f} {fig:>10.0f} "
                   f"{ratio}   {each}")
         tol = a.tolerance
         for t, tool in (("thread", "worker thread"), ("inline", "inline")):
@@ -414,7 +427,7 @@ class Bench:
                     continue
                 total = n * rounds
                 f["load"] = load
-                f["cpu_us_call"] = f["cpu_s"] * 1e6 / max(1, f["answered"])
+                f["cpu_us_call"] = cpu_per_call(f)
                 f["rss_kb_run"] = (f["peak_rss_kb"] - f["rss_before_kb"]) / n
                 s = f.pop("samples_ns")
                 f["p50_us"] = pct(s, 0.5) / 1000 if s else None
@@ -426,13 +439,11 @@ class Bench:
                       f"{ms(f['p50_us']).replace(' ms', ''):>8} "
                       f"{ms(f['p99_us']).replace(' ms', ''):>9} "
                       f"{f['threads']:>8} {f['fds']:>6}")
-                if f["complete"] != total or f["warm_up"]:
-                    what = "; ".join(f"{c} x {w}" for w, c in f["failures"])
-                    if f["warm_up"]:
-                        what = f"warm-up: {f['warm_up']}; " + what
-                    print(f"  {'':<9} statuses {f['statuses']}: {what}")
+                short = shortfall(f, total)
+                if short:
+                    print(f"  {'':<9} {short}")
                     if v.name == "current":
-                        self.current_failed.append(f"{n} runs: {f['statuses']} {what}")
+                        self.current_failed.append(f"{n} runs: {short}")
         print(f"  load after: {load_avg()}")
         self.scale_targets(rows)
         return rows
@@ -513,14 +524,14 @@ class Bench:
                 print(f"  {name:<14} did not complete: {err}")
                 self.current_failed.append(f"beside, {name}: {err}")
                 continue
-            f["cpu_us_call"] = f["cpu_s"] * 1e6 / max(1, f["answered"])
+            f["cpu_us_call"] = cpu_per_call(f)
             total = n * f["rounds"]
             print(f"  {name:<14} {f['rounds']:>6} {f['complete']:>5}/{total:<5} "
                   f"{f['answered']:>9} {f['total_wall_s']:>7.1f} {f['cpu_us_call']:>12.0f}")
-            if f["complete"] != total or f["warm_up"]:
-                what = "; ".join(f"{c} x {w}" for w, c in f["failures"])
-                print(f"  {'':<14} statuses {f['statuses']}: {what}")
-                self.current_failed.append(f"beside, {name}: {f['statuses']} {what}")
+            short = shortfall(f, total)
+            if short:
+                print(f"  {'':<14} {short}")
+                self.current_failed.append(f"beside, {name}: {short}")
             out[n] = f
         if top in out and 10 in out:
             r = out[top]["cpu_us_call"] / out[10]["cpu_us_call"]
