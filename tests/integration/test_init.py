@@ -42,6 +42,7 @@ class Init:
     """`maf-launch init ARGS` (or argv) as PID 1 of a new pid namespace."""
 
     def __init__(self, *args, argv=None):
+        ours = argv is None
         argv = argv or [LAUNCHER, "init", *args]
         self.proc = subprocess.Popen(in_new_namespace(argv), stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE)
@@ -49,6 +50,21 @@ class Init:
         # unshare forks init: its one child, seen here by its pid outside the namespace.
         self.pid = int(until(lambda: children.read_text().split(), "init started")[0])
         self.ns = os.readlink(f"/proc/{self.pid}/ns/pid")
+        if ours:
+            # Until init has blocked the signals it reads (SIGTERM among them), a signal sent
+            # from outside is dropped: a namespace's PID 1 gets none it has no handler for.
+            until(lambda: self.blocks(signal.SIGTERM), "init ready for signals")
+
+    def blocks(self, sig):
+        """Whether init (or, before its exec, unshare's child) blocks sig."""
+        try:
+            status = Path(f"/proc/{self.pid}/status").read_text()
+        except OSError:
+            return False
+        for line in status.splitlines():
+            if line.startswith("SigBlk:"):
+                return bool(int(line.split()[1], 16) >> (sig - 1) & 1)
+        return False
 
     def enter(self, *argv, **kw):
         """Runs argv inside init's namespaces, its parent outside them: what it leaves
