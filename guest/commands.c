@@ -133,6 +133,8 @@ static const struct mafl_opt relay_opts[] = {
 
 static const struct mafl_opt serve_opts[] = {
 	WAIT_RUN_DIR,
+	{"--ack", NULL, "print {\"event\":\"accepted\",\"id\":I} the moment the answer to call I "
+	 "is in place, before waiting for request I + 1", MAFL_O_ACK, 0},
 	WAIT_MAX_BYTES,
 	WAIT_MAX_ANSWER,
 	WAIT_AS_WAIT_SUPERVISOR,
@@ -266,7 +268,7 @@ const struct mafl_command mafl_commands[MAFL_NCOMMANDS + 1] = {
 	[MAFL_COMMAND_SERVE] = {
 		"serve", FN(mafl_cmd_serve),
 		"the relay over a stream: frames on stdin, events on stdout",
-		"--run-dir R [--max-bytes B] [--max-answer-bytes A] [--supervisor-pid P]",
+		"--run-dir R [--ack] [--max-bytes B] [--max-answer-bytes A] [--supervisor-pid P]",
 		"The relay over a stream: for a host attached to its stdin and stdout through one "
 		"exec that stays open. Each frame the host writes on stdin is answered on stdout "
 		"with one event of 'maf-launch wait', printed the moment it exists:\n"
@@ -275,9 +277,13 @@ const struct mafl_command mafl_commands[MAFL_NCOMMANDS + 1] = {
 		"                               write the L bytes whole as the response file\n"
 		"                               of call I (a temporary name, then a rename),\n"
 		"                               then wait for request I + 1\n"
-		"An event means the answer before it is in place. The host writes nothing more "
-		"until it has the event. Ends with exit 0 when stdin ends (between frames, or "
-		"while it waits).",
+		"An event means the answer before it is in place. With --ack, serve also says so "
+		"at once: the moment the response file of call I is in place, before it waits "
+		"for I + 1, it prints one line\n"
+		"  {\"event\":\"accepted\",\"id\":I}\n"
+		"and the event of I + 1 follows when it exists, as without --ack.\n\n"
+		"The host writes nothing more until it has the event. Ends with exit 0 when stdin "
+		"ends (between frames, or while it waits).",
 		serve_opts,
 		"0 stdin ended, 2 usage or a frame that breaks these rules, 125 failure (an answer "
 		"that could not be written: nothing printed for it).",

@@ -39,6 +39,7 @@ enum mafl_opt_key {
 	MAFL_O_VALUE_STDIN,
 	MAFL_O_MAX_ANSWER_BYTES,
 	MAFL_O_KEEP,
+	MAFL_O_ACK,
 };
 
 /* What a shell completes a value or an operand with. */

@@ -381,7 +381,7 @@ static unsigned long long take_max_answer(const char *v)
 struct wait_opts {
 	const char *run_dir;
 	unsigned long long next, timeout_ms, max_bytes, sup, answer, max_answer;
-	int have_timeout, from_stdin;
+	int have_timeout, from_stdin, ack;
 };
 
 /* Applies one option of wait's, relay's or serve's to w. */
@@ -409,6 +409,9 @@ static void wait_option(struct wait_opts *w, int key, const char *v)
 		break;
 	case MAFL_O_VALUE_STDIN:
 		w->from_stdin = 1;
+		break;
+	case MAFL_O_ACK:
+		w->ack = 1;
 		break;
 	case MAFL_O_NEXT:
 		w->next = take_call_id("--next", v);
@@ -518,6 +521,12 @@ static int wait_or_relay(int argc, char **argv, int relay)
 
 /* ---- serve ------------------------------------------------------------------------------- */
 
+/* The relay over a stream: frames on stdin ({"next":N}, or {"answer":I,"size":L} and L bytes),
+ * each answered by one event of wait's on stdout. An event after an answer means the answer
+ * is in place; with --ack, serve says so the moment it is, in a line of its own
+ * ({"event":"accepted","id":I}) before it waits for I + 1, so that a host learns it while the
+ * program computes rather than at its next call or its end. */
+
 #define SERVE_HEAD_MAX 256
 
 /* Reads the host's frames from fd 0. */
@@ -622,6 +631,14 @@ int mafl_cmd_serve(int argc, char **argv)
 			mafp_call_file_name(name, sizeof(name), (long)answer, MAFP_SUFFIX_RESPONSE);
 			write_whole(w.calls_fd, w.calls_path, name, body, (size_t)size);
 			free(body);
+			if (o.ack) {
+				char line[64];
+
+				/* Whole and renamed into place: the supervisor takes it from here. */
+				snprintf(line, sizeof(line), "{\"event\":\"accepted\",\"id\":%lld}\n",
+					 answer);
+				emit(line, NULL, 0);
+			}
 			next = answer + 1;
 		}
 		if (f.len)
