@@ -78,7 +78,7 @@ PROBE_BIN := $(patsubst tests/probes/%.c,$(BUILD)/probes/%,$(PROBE_SRC))
 
 TP_STAMP := $(TP)/.stamp
 
-.PHONY: all deps setup test unit core-states integration hostile hostile-guest docker engines python upstream asan fuzz \
+.PHONY: all deps setup test unit core-states integration hostile hostile-guest docker engines python upstream upstream-current asan fuzz \
 	bench-launch bench-calls bench-docker bench-transports bench-python bench-adopt demo \
 	demo-docker \
 	clean size probes install install-check shim-check
@@ -313,6 +313,24 @@ upstream: all
 		python3 -m pytest -q -p no:cacheprovider tests/upstream; rc=$$?; \
 	$(PYTHON) tests/upstream/shell_image.py remove $(SHELL_TEST_IMAGE); exit $$rc
 
+# The current maf-sandbox release line, as published (tests/upstream-current): the exact
+# versions of tests/upstream-current/requirements.txt, installed once by .ci/upstream-venv
+# into a virtual environment of the same Debian 13 root (/opt/maf-current; remade when the
+# pins change) and entered as make upstream enters it. Skipped, with the reason, where the
+# package index cannot be reached from here (the script's exit 3), unless CI=true: then that
+# fails.
+upstream-current: all
+	@bash .ci/debian13 $(UPSTREAM_ROOT) || exit 1; \
+	why=$$(PYTHON=$(PYTHON) bash .ci/upstream-venv $(UPSTREAM_ROOT)); rc=$$?; \
+	if [ $$rc = 3 ]; then \
+		if [ "$${CI:-}" = true ]; then echo "make upstream-current: $${why#upstream-venv: } (CI=true)"; \
+			exit 1; fi; \
+		echo "make upstream-current: skipped: $${why#upstream-venv: }"; exit 0; fi; \
+	[ $$rc = 0 ] || exit $$rc; \
+	MAF_BUILD=$(abspath $(BUILD)) MAF_IMAGE_PREFIX=$(IMAGE_PREFIX) tests/upstream/enter \
+		$(UPSTREAM_ROOT) /opt/maf-current/bin/python -m pytest -q -p no:cacheprovider \
+		tests/upstream-current
+
 # The README's test command: set up the machine, build, run every test.
 test: setup
 	$(MAKE) all
@@ -328,6 +346,7 @@ test: setup
 	$(MAKE) engines
 	$(MAKE) python
 	$(MAKE) upstream
+	$(MAKE) upstream-current
 
 # The same suites with AddressSanitizer and UndefinedBehaviorSanitizer: the launcher is built
 # against glibc for it (sanitizers need a dynamic C library), the host side as usual. The unit
