@@ -94,7 +94,8 @@ int mafh__argv_launch(struct mafh__argv *a, const struct mafh__launch_args *la);
 /* supervisor_pid 0: none given (no "lost" event). */
 int mafh__argv_wait(struct mafh__argv *a, const char *launcher, const char *run_dir,
 		    long next_id, int64_t slice_ms, uint64_t max_bytes, int64_t supervisor_pid);
-/* `maf-launch serve`: requests up to max_bytes, answers up to max_answer_bytes. */
+/* `maf-launch serve --ack`: requests up to max_bytes, answers up to max_answer_bytes, each
+ * answer's acceptance said at once. */
 int mafh__argv_serve(struct mafh__argv *a, const char *launcher, const char *run_dir,
 		     uint64_t max_bytes, uint64_t max_answer_bytes, int64_t supervisor_pid);
 /* `maf-launch relay`: the wait above; with answer_id > 0, after writing its stdin as the
@@ -127,13 +128,14 @@ enum mafh__wait_kind {
 	MAFH__WAIT_EXIT,         /* the exit marker: body is its bytes */
 	MAFH__WAIT_REQUEST,      /* request id: body is its bytes */
 	MAFH__WAIT_LOST,         /* the supervisor is gone without the exit marker */
+	MAFH__WAIT_ACCEPTED,     /* serve --ack: the answer to id is in place; no body */
 	MAFH__WAIT_OTHER,        /* an event of another name */
 };
 
 /* A `maf-launch wait` event: a JSON header line, then the file's bytes. */
 struct mafh__wait_event {
 	enum mafh__wait_kind kind;
-	long id;                 /* REQUEST: the id, -1 if not a number */
+	long id;                 /* REQUEST, ACCEPTED: the id, -1 if not a call number */
 	int unreadable;          /* "error": not a regular file that could be read */
 	int oversized;           /* "oversized": larger than --max-bytes */
 	double size;             /* the size the header gives, -1 if none */
@@ -147,10 +149,11 @@ int mafh__wait_event_parse(const char *out, size_t len, struct mafh__wait_event 
  * gives is the body's length. */
 int mafh__wait_event_whole(const struct mafh__wait_event *ev);
 /* The first event of `maf-launch serve` in buf[0..len), a stream of them: its length (the
- * head line and the bytes it says follow) with *ev, as mafh__wait_event_parse gives it for
- * those bytes, 0 while it is not all there, or -1 when the bytes cannot be an event (no
- * head line within 256 bytes, a head that does not parse, a size that is not a whole number
- * from 0 to max_body). *ev is meaningful only with a length. */
+ * head line and the bytes it says follow; an accepted line has none) with *ev, as
+ * mafh__wait_event_parse gives it for those bytes, 0 while it is not all there, or -1 when
+ * the bytes cannot be an event (no head line within 256 bytes, a head that does not parse,
+ * a size that is not a whole number from 0 to max_body). *ev is meaningful only with a
+ * length. Which events may follow which is the caller's to judge. */
 long mafh__stream_event_len(const char *buf, size_t len, uint64_t max_body,
 			    struct mafh__wait_event *ev);
 
@@ -311,7 +314,10 @@ struct mafh_run {
 	/* stream: the driver holds the stream; the core the bytes on their way. */
 	int stream_open;                /* a stream is open */
 	int stream_sent;                /* a frame is out and its event not in yet */
-	int stream_carried;             /* the frame out carries the answer in wbuf */
+	int stream_carried;             /* the frame out carries the answer in wbuf, and serve
+					 * has not accepted it yet */
+	int stream_accepted;            /* serve accepted the frame's answer; its event is
+					 * still to come */
 	char *sframe;                   /* the frame to send, owned */
 	size_t sframe_len;
 	char *sbuf;                     /* bytes read and not taken yet, owned */

@@ -334,6 +334,7 @@ enum mafh__outcome mafh__take_event(struct mafh_run *run, const struct mafh__wai
 			      "writing the exit marker: the run is lost",
 			      (long long)run->result.supervisor_pid);
 		return OC_LOST;
+	case MAFH__WAIT_ACCEPTED:    /* serve's, and taken there: never an event here */
 	case MAFH__WAIT_BAD:
 	case MAFH__WAIT_OTHER:
 		break;

@@ -1,6 +1,9 @@
-/* The stream transport: `maf-launch serve` on a stream that stays open. A frame goes out (the
- * next id wanted, or an answer and the id after it) and one event comes back, read until it
- * is whole. A stream that breaks is closed, and the run goes on with relay (or files). */
+/* The stream transport: `maf-launch serve --ack` on a stream that stays open. A frame goes
+ * out (the next id wanted, or an answer and the id after it) and one event comes back, read
+ * until it is whole; after an answer, serve first prints a line that accepts it, the moment
+ * the response file is in place: the answer counts as written then, while the program may
+ * still be computing before its next call. A stream that breaks is closed, and the run goes
+ * on with relay (or files). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,8 +12,8 @@
 #define STREAM_READ_CAP 65536
 
 /* The stream broke (its command ended or was killed, the connection dropped, or it printed
- * what is not an event): closed, and the run goes on with relay (or files). An answer sent
- * without its event is still in wbuf, and is carried again: writing it twice is harmless,
+ * what is not serve's): closed, and the run goes on with relay (or files). An answer sent
+ * and not accepted is still in wbuf, and is carried again: writing it twice is harmless,
  * running the tool twice would not be, and never happens. */
 static enum mafh__outcome stream_broken(struct mafh_run *run, int code, const char *why)
 {
@@ -24,6 +27,7 @@ static enum mafh__outcome stream_broken(struct mafh_run *run, int code, const ch
 	run->transport = to;
 	run->stream_sent = 0;
 	run->stream_carried = 0;
+	run->stream_accepted = 0;
 	run->slen = 0;
 	run->next_look_ms = run->now;
 	return OC_BROKEN;
@@ -77,6 +81,7 @@ enum mafh__outcome mafh__emit_stream_send(struct mafh_run *run, struct mafh_op *
 		memcpy(run->sframe + n, run->wbuf, run->wlen);
 	run->sframe_len = (size_t)n + (run->wbuf ? run->wlen : 0);
 	run->stream_carried = run->wbuf != NULL;
+	run->stream_accepted = 0;
 	op->kind = MAFH_OP_STREAM_WRITE;
 	op->data = run->sframe;
 	op->len = run->sframe_len;
@@ -102,15 +107,48 @@ enum mafh__outcome mafh__emit_stream_recv(struct mafh_run *run, struct mafh_op *
 	return OC_PENDING;
 }
 
+/* An accepted line: serve has the answer the frame carried in place. It counts as written
+ * now, before the frame's event comes. OC_OK, or the stream broken by a line that accepts
+ * what was not sent. */
+static enum mafh__outcome take_accepted(struct mafh_run *run, const struct mafh__wait_event *ev)
+{
+	char why[128];
+
+	if (run->stream_accepted)
+		snprintf(why, sizeof(why), "it accepted the answer to call %ld twice",
+			 run->next_id - 1);
+	else if (!run->stream_carried)
+		snprintf(why, sizeof(why), "it accepted an answer it was not sent");
+	else if (ev->id != run->next_id)
+		snprintf(why, sizeof(why), "it accepted an answer to call %ld, not to call %ld",
+			 ev->id, run->next_id);
+	else {
+		run->stream_carried = 0;
+		run->stream_accepted = 1;
+		mafh__answer_written(run, run->now);
+		return OC_OK;
+	}
+	return stream_broken(run, MAFH_EPROTO, why);
+}
+
+/* Drops the first n bytes of sbuf. */
+static void stream_take(struct mafh_run *run, size_t n)
+{
+	memmove(run->sbuf, run->sbuf + n, run->slen - n);
+	run->slen -= n;
+}
+
 enum mafh__outcome mafh__take_stream_recv(struct mafh_run *run, const struct mafh_op_result *res)
 {
 	uint64_t max_body = run->limits.max_request_bytes > MAFP_MARKER_MAX
 			    ? run->limits.max_request_bytes : MAFP_MARKER_MAX;
 	struct mafh__wait_event ev;
+	enum mafh__outcome o;
 	long n;
 
 	if (res->stream_len) {
-		if (run->slen + res->stream_len > max_body + 512)
+		/* An event's head line and body, and an accepted line before them. */
+		if (run->slen + res->stream_len > max_body + 1024)
 			return stream_broken(run, MAFH_EPROTO, "it printed more than an event "
 					     "holds");
 		if (mafh__append(&run->sbuf, &run->slen, &run->scap, SIZE_MAX, res->stream_data,
@@ -120,7 +158,16 @@ enum mafh__outcome mafh__take_stream_recv(struct mafh_run *run, const struct maf
 			return OC_FAILED;
 		}
 	}
-	n = run->slen ? mafh__stream_event_len(run->sbuf, run->slen, max_body, &ev) : 0;
+	/* The accepted line of the answer carried, then the frame's event: they may come in
+	 * one read or split anywhere. */
+	for (;;) {
+		n = run->slen ? mafh__stream_event_len(run->sbuf, run->slen, max_body, &ev) : 0;
+		if (n <= 0 || ev.kind != MAFH__WAIT_ACCEPTED)
+			break;
+		if ((o = take_accepted(run, &ev)) != OC_OK)
+			return o;
+		stream_take(run, (size_t)n);
+	}
 	if (n < 0 || (n > 0 && (size_t)n != run->slen))
 		/* serve prints one event a frame, and only then. */
 		return stream_broken(run, MAFH_EPROTO, "it printed what is not one event");
@@ -131,13 +178,13 @@ enum mafh__outcome mafh__take_stream_recv(struct mafh_run *run, const struct maf
 					     : "its output ended");
 		return OC_ABSENT;
 	}
+	if (run->stream_carried)
+		/* serve --ack accepts an answer before it waits for the next event. */
+		return stream_broken(run, MAFH_EPROTO, "it printed an event without accepting "
+				     "the answer before it");
 	run->slen = 0;
 	run->stream_sent = 0;
-	if (run->stream_carried) {
-		/* The event means the answer is in place. */
-		run->stream_carried = 0;
-		mafh__answer_written(run, run->op_started_ms);
-	}
+	run->stream_accepted = 0;
 	if (ev.kind == MAFH__WAIT_TIMEOUT)
 		return OC_ABSENT;   /* serve never times out; a host may ask again all the same */
 	return mafh__take_event(run, &ev);
@@ -158,6 +205,7 @@ enum mafh__outcome mafh__take_stream_close(struct mafh_run *run,
 	(void)res;
 	run->stream_open = 0;
 	run->stream_sent = 0;
+	run->stream_accepted = 0;
 	run->slen = 0;
 	return run->ending ? OC_OK : OC_BROKEN;
 }

@@ -100,6 +100,10 @@ int mafh__argv_serve(struct mafh__argv *a, const char *launcher, const char *run
 		     uint64_t max_bytes, uint64_t max_answer_bytes, int64_t supervisor_pid)
 {
 	start(a, launcher, "serve", run_dir);
+	/* An answer counts as written the moment serve says it is in place, not when the
+	 * program next calls or ends. A launcher without --ack refuses it (exit 2): the stream
+	 * breaks on its first frame, and the run goes on with relay. */
+	add(a, "--ack");
 	option(a, "--max-bytes", num(a, "%llu", (unsigned long long)max_bytes));
 	option(a, "--max-answer-bytes", num(a, "%llu", (unsigned long long)max_answer_bytes));
 	if (supervisor_pid > 0)

@@ -1,5 +1,7 @@
-/* What the launcher prints, parsed: the launch line of `maf-launch run` and the events of
- * `maf-launch wait`. Guest-written bytes: capped before parsing, never trusted for a path. */
+/* What the launcher prints, parsed: the launch line of `maf-launch run`, the events of
+ * `maf-launch wait`, and their framing on the stream of `maf-launch serve` (where an answer's
+ * accepted line comes too). Guest-written bytes: capped before parsing, never trusted for a
+ * path. */
 #include <string.h>
 
 #include "core.h"
@@ -68,6 +70,8 @@ int mafh__wait_event_parse(const char *out, size_t len, struct mafh__wait_event 
 		ev->kind = MAFH__WAIT_REQUEST;
 	else if (strcmp(name->valuestring, "lost") == 0)
 		ev->kind = MAFH__WAIT_LOST;
+	else if (strcmp(name->valuestring, "accepted") == 0)
+		ev->kind = MAFH__WAIT_ACCEPTED;
 	else
 		ev->kind = MAFH__WAIT_OTHER;
 	size = cJSON_GetObjectItemCaseSensitive(head, "size");
@@ -100,7 +104,7 @@ long mafh__stream_event_len(const char *buf, size_t len, uint64_t max_body,
 	head = (size_t)(nl - buf) + 1;
 	if (mafh__wait_event_parse(buf, head, ev) != 0)
 		return -1;
-	/* Bytes follow only an event that names a file it read. */
+	/* Bytes follow only an event that names a file it read (never an accepted line). */
 	if ((ev->kind == MAFH__WAIT_REQUEST || ev->kind == MAFH__WAIT_EXIT) && !ev->unreadable &&
 	    !ev->oversized) {
 		if (ev->size < 0 || ev->size > (double)max_body ||

@@ -183,6 +183,11 @@ static void test_argv(void **state)
 	assert_int_equal(mafh__argv_wait(&a, "ml", "/r", 3, 0, 64, 4242), 0);
 	assert_argv(&a, (const char *const[]){"ml", "wait", "--run-dir", "/r", "--next", "3",
 			"--timeout-ms", "0", "--max-bytes", "64", "--supervisor-pid", "4242", NULL});
+	/* serve accepts each answer at once (--ack). */
+	assert_int_equal(mafh__argv_serve(&a, "ml", "/r", 1048576, 8388608, 4242), 0);
+	assert_argv(&a, (const char *const[]){"ml", "serve", "--run-dir", "/r", "--ack",
+			"--max-bytes", "1048576", "--max-answer-bytes", "8388608",
+			"--supervisor-pid", "4242", NULL});
 	assert_int_equal(mafh__argv_stop(&a, "ml", "/r", 4242, 10250), 0);
 	assert_argv(&a, (const char *const[]){"ml", "stop", "--run-dir", "/r",
 			"--supervisor-pid", "4242", "--timeout", "10.250", NULL});
@@ -275,6 +280,51 @@ static void test_wait_events(void **state)
 	assert_int_equal(mafh__wait_event_parse(big, strlen(big), &ev), -1);
 	assert_int_equal(ev.kind, MAFH__WAIT_BAD);
 	assert_int_equal(mafh__wait_event_parse(NULL, 0, &ev), -1);
+}
+
+/* serve's events on a stream: one at a time, an accepted line (serve --ack) one of them. */
+static void test_stream_events(void **state)
+{
+	static const char acc[] = "{\"event\":\"accepted\",\"id\":3}\n";
+	static const char req4[] = "{\"event\":\"request\",\"id\":4,\"size\":2}\n{}";
+	struct mafh__wait_event ev;
+	char buf[300];
+
+	(void)state;
+	/* An accepted line alone: the line, no bytes after it. */
+	assert_int_equal(mafh__stream_event_len(acc, strlen(acc), 64, &ev), (long)strlen(acc));
+	assert_int_equal(ev.kind, MAFH__WAIT_ACCEPTED);
+	assert_int_equal(ev.id, 3);
+	assert_int_equal(ev.body_len, 0);
+	/* Cut anywhere: not all there yet. */
+	for (size_t i = 0; i < strlen(acc); i++)
+		assert_int_equal(mafh__stream_event_len(acc, i, 64, &ev), 0);
+	/* Followed by the next event: the first alone, then the next from where it ends. */
+	snprintf(buf, sizeof(buf), "%s%s", acc, req4);
+	assert_int_equal(mafh__stream_event_len(buf, strlen(buf), 64, &ev), (long)strlen(acc));
+	assert_int_equal(ev.kind, MAFH__WAIT_ACCEPTED);
+	assert_int_equal(mafh__stream_event_len(buf + strlen(acc), strlen(req4), 64, &ev),
+			 (long)strlen(req4));
+	assert_int_equal(ev.kind, MAFH__WAIT_REQUEST);
+	assert_int_equal(ev.id, 4);
+	assert_memory_equal(ev.body, "{}", 2);
+	assert_int_equal(mafh__stream_event_len(buf + strlen(acc), strlen(req4) - 1, 64, &ev), 0);
+	/* A size on an accepted line brings no bytes; an id that is no call number is none. */
+	snprintf(buf, sizeof(buf), "{\"event\":\"accepted\",\"id\":1,\"size\":5}\nabcde");
+	assert_int_equal(mafh__stream_event_len(buf, strlen(buf), 64, &ev),
+			 (long)strlen(buf) - 5);
+	assert_int_equal(ev.body_len, 0);
+	snprintf(buf, sizeof(buf), "{\"event\":\"accepted\",\"id\":0}\n");
+	assert_int_equal(mafh__stream_event_len(buf, strlen(buf), 64, &ev), (long)strlen(buf));
+	assert_int_equal(ev.id, -1);
+	/* wait's own parser knows the line too (its taker refuses it). */
+	assert_int_equal(mafh__wait_event_parse(acc, strlen(acc), &ev), 0);
+	assert_int_equal(ev.kind, MAFH__WAIT_ACCEPTED);
+	/* What cannot be an event, accepted or not. */
+	assert_int_equal(mafh__stream_event_len("{\"id\":3}\n", 9, 64, &ev), -1);
+	/* No head line within 256 bytes: none will come. */
+	memset(buf, ' ', sizeof(buf));
+	assert_int_equal(mafh__stream_event_len(buf, sizeof(buf), 64, &ev), -1);
 }
 
 static void test_first_line(void **state)
@@ -453,6 +503,7 @@ int main(void)
 		cmocka_unit_test(test_argv),
 		cmocka_unit_test(test_launch_output),
 		cmocka_unit_test(test_wait_events),
+		cmocka_unit_test(test_stream_events),
 		cmocka_unit_test(test_first_line),
 		cmocka_unit_test(test_request_judge),
 		cmocka_unit_test(test_answer_encode),

@@ -1,7 +1,7 @@
 /* Unit tests for the sans-I/O core's transports (host/src/run.c, core_serve.c,
  * core_stream.c), driven op by op with scripted results on a fake clock (core_fixture.h):
- * wait, relay and stream, each with its fallback, and the files transport's waits for a
- * change (MAFH_CAP_WAIT_CHANGE). */
+ * wait, relay and stream, each with its fallback, serve's accepted lines, and the files
+ * transport's waits for a change (MAFH_CAP_WAIT_CHANGE). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -329,15 +329,21 @@ static void test_relay_fallback(void **state)
 	teardown_run(&f);
 }
 
-static void give_stream(struct fixture *f, const char *bytes, int ended)
+/* A read of the stream that brings bytes[0..len) (none: until_ms passed), and its end. */
+static void give_stream_n(struct fixture *f, const char *bytes, size_t len, int ended)
 {
 	struct mafh_op_result res;
 
 	mafh_op_result_init(&res, MAFH_OP_STREAM_READ);
 	res.stream_data = bytes;
-	res.stream_len = bytes ? strlen(bytes) : 0;
+	res.stream_len = len;
 	res.stream_ended = ended;
 	give(f, &res);
+}
+
+static void give_stream(struct fixture *f, const char *bytes, int ended)
+{
+	give_stream_n(f, bytes, bytes ? strlen(bytes) : 0, ended);
 }
 
 static void give_ok(struct fixture *f, enum mafh_op_kind kind)
@@ -380,6 +386,7 @@ static void test_stream_transport(void **state)
 	assert_string_equal(argv_after(&op, "--run-dir"), R);
 	assert_string_equal(argv_after(&op, "--supervisor-pid"), "42");
 	assert_string_equal(argv_after(&op, "--max-answer-bytes"), "8388608");
+	assert_true(argv_has(&op, "--ack"));
 	give_ok(&f, MAFH_OP_STREAM_OPEN);
 	assert_string_equal(sent_frame(&f), "{\"next\":1}\n");
 	/* The event comes in pieces: nothing happens until it is whole. */
@@ -400,8 +407,13 @@ static void test_stream_transport(void **state)
 	op = next(&f);
 	give_call(&f, &op);
 	assert_string_equal(sent_frame(&f), "{\"answer\":1,\"size\":12}\n{\"value\":42}");
-	/* The answer counts once its event is in. */
+	/* The answer counts once serve accepts it, before the frame's event. */
 	assert_int_equal(mafh_run_result(f.run)->calls, 0);
+	op = next(&f);
+	assert_int_equal(op.kind, MAFH_OP_STREAM_READ);
+	give_stream(&f, "{\"event\":\"accepted\",\"id\":1}\n", 0);
+	assert_int_equal(mafh_run_result(f.run)->calls, 1);
+	assert_non_null(strstr(f.events, "call_served 1 add"));
 	op = next(&f);
 	assert_int_equal(op.kind, MAFH_OP_STREAM_READ);
 	give_stream(&f, "{\"event\":\"exit\",\"size\":1}\n0", 0);
@@ -418,7 +430,7 @@ static void test_stream_transport(void **state)
 	teardown_run(&f);
 }
 
-/* A stream that ends while an answer is out without its event: closed, and relay carries
+/* A stream that ends while an answer is out and not accepted: closed, and relay carries
  * the same answer again; the tool ran once. One that prints what is not an event goes the
  * same way. */
 static void test_stream_fallback(void **state)
@@ -471,6 +483,284 @@ static void test_stream_fallback(void **state)
 	give_relay_event(&f, 1, "{\"event\":\"exit\",\"size\":1}\n0");
 	finish_normally(&f, "");
 	assert_int_equal(mafh_run_result(f.run)->status, MAFH_RUN_EXITED);
+	teardown_run(&f);
+}
+
+/* ---- serve --ack: an answer accepted the moment it is in place ---------------------------- */
+
+#define ACCEPTED_1 "{\"event\":\"accepted\",\"id\":1}\n"
+#define EXIT_EVENT "{\"event\":\"exit\",\"size\":1}\n0"
+#define STARTED "run_started 0 -: \n"
+
+/* A stream run up to its first answer on its way: request 1 asked for, taken and called,
+ * and the frame carrying the answer ({"value":2}) written; a STREAM_READ is next. */
+static void stream_answer_out(struct fixture *f)
+{
+	const char *body = req(1, "{\"a\": 1}");
+	struct mafh_op op;
+	char ev[1024];
+
+	setup_run_caps(f, NULL, MAFH_TRANSPORT_STREAM, 60000, RELAY_CAPS | MAFH_CAP_STREAM);
+	start(f);
+	op = next(f);
+	assert_int_equal(op.kind, MAFH_OP_STREAM_OPEN);
+	give_ok(f, MAFH_OP_STREAM_OPEN);
+	assert_string_equal(sent_frame(f), "{\"next\":1}\n");
+	snprintf(ev, sizeof(ev), "{\"event\":\"request\",\"id\":1,\"size\":%zu}\n%s",
+		 strlen(body), body);
+	op = next(f);
+	assert_int_equal(op.kind, MAFH_OP_STREAM_READ);
+	give_stream(f, ev, 0);
+	op = next(f);
+	give_call(f, &op);
+	assert_string_equal(sent_frame(f), "{\"answer\":1,\"size\":11}\n{\"value\":2}");
+	assert_int_equal(mafh_run_result(f->run)->calls, 0);
+	op = next(f);
+	assert_int_equal(op.kind, MAFH_OP_STREAM_READ);
+}
+
+/* From the exit event read on the stream: closed, and the run ends as the program did. */
+static void stream_exit_taken(struct fixture *f, int64_t calls)
+{
+	struct mafh_op op = next(f);
+
+	assert_int_equal(op.kind, MAFH_OP_STREAM_CLOSE);
+	give_ok(f, MAFH_OP_STREAM_CLOSE);
+	finish_normally(f, "");
+	assert_int_equal(mafh_run_result(f->run)->status, MAFH_RUN_EXITED);
+	assert_int_equal(mafh_run_result(f->run)->transport, MAFH_TRANSPORT_STREAM);
+	assert_int_equal(mafh_run_result(f->run)->calls, calls);
+	assert_string_equal(mafh_run_result(f->run)->errors, "");
+}
+
+/* The accepted line and the next event in one read: the answer counts at the first, the
+ * second is taken as the frame's event (a request, then the exit). */
+static void test_stream_accepted_and_event_in_one_read(void **state)
+{
+	const char *body;
+	struct fixture f;
+	struct mafh_op op;
+	char two[1024];
+
+	(void)state;
+	stream_answer_out(&f);
+	body = req(2, "{\"a\": 2}");
+	snprintf(two, sizeof(two), ACCEPTED_1 "{\"event\":\"request\",\"id\":2,\"size\":%zu}\n%s",
+		 strlen(body), body);
+	give_stream(&f, two, 0);
+	assert_int_equal(mafh_run_result(f.run)->calls, 1);
+	op = next(&f);
+	assert_int_equal(op.kind, MAFH_OP_CALL);
+	assert_int_equal(op.call->id, 2);
+	give_call(&f, &op);
+	assert_string_equal(sent_frame(&f), "{\"answer\":2,\"size\":11}\n{\"value\":3}");
+	next(&f);
+	give_stream(&f, "{\"event\":\"accepted\",\"id\":2}\n" EXIT_EVENT, 0);
+	assert_string_equal(f.events, STARTED "call_served 1 add: \ncall_served 2 add: \n");
+	stream_exit_taken(&f, 2);
+	assert_int_equal(f.tool_calls, 2);
+	teardown_run(&f);
+}
+
+/* The accepted line and the next event split at every byte, and a byte a read: the answer
+ * counts once the accepted line is whole, and never twice. */
+static void test_stream_accepted_split_anywhere(void **state)
+{
+	static const char text[] = ACCEPTED_1 EXIT_EVENT;
+	size_t len = strlen(text), line = strlen(ACCEPTED_1);
+	struct fixture f;
+
+	(void)state;
+	for (size_t cut = 0; cut <= len; cut++) {
+		stream_answer_out(&f);
+		give_stream_n(&f, text, cut, 0);
+		assert_int_equal(mafh_run_result(f.run)->calls, cut >= line);
+		if (cut < len) {
+			assert_int_equal(next(&f).kind, MAFH_OP_STREAM_READ);
+			give_stream_n(&f, text + cut, len - cut, 0);
+		}
+		stream_exit_taken(&f, 1);
+		assert_string_equal(f.events, STARTED "call_served 1 add: \nrun_ended 0 -: \n");
+		teardown_run(&f);
+	}
+	stream_answer_out(&f);
+	for (size_t i = 0; i < len; i++) {
+		if (i)
+			assert_int_equal(next(&f).kind, MAFH_OP_STREAM_READ);
+		give_stream_n(&f, text + i, 1, 0);
+		assert_int_equal(mafh_run_result(f.run)->calls, i + 1 >= line);
+	}
+	stream_exit_taken(&f, 1);
+	teardown_run(&f);
+}
+
+/* The point of it: a program that computes after its answer. The accepted line comes alone,
+ * CALL_SERVED fires then, and the reads go on for the next event, which comes much later. */
+static void test_stream_accepted_long_before_the_next_event(void **state)
+{
+	struct fixture f;
+	struct mafh_op op;
+
+	(void)state;
+	stream_answer_out(&f);
+	give_stream(&f, ACCEPTED_1, 0);
+	assert_int_equal(mafh_run_result(f.run)->calls, 1);
+	assert_string_equal(f.events, STARTED "call_served 1 add: \n");
+	for (int i = 0; i < 3; i++) {
+		op = next(&f);
+		assert_int_equal(op.kind, MAFH_OP_STREAM_READ);
+		f.now += 10000;
+		give_stream(&f, NULL, 0);     /* nothing yet: the program computes */
+	}
+	assert_string_equal(f.events, STARTED "call_served 1 add: \n");
+	next(&f);
+	give_stream(&f, EXIT_EVENT, 0);
+	stream_exit_taken(&f, 1);
+	assert_string_equal(f.events, STARTED "call_served 1 add: \nrun_ended 0 -: \n");
+	teardown_run(&f);
+}
+
+/* What serve printed broke the stream: closed, and relay goes on from expect_next, carrying
+ * the answer carried ("" for none) with the exit, to the end. The tool ran once. */
+static void stream_broken_then_relay(struct fixture *f, long expect_next, const char *carried,
+				     const char *why)
+{
+	struct mafh_op op = next(f);
+
+	assert_int_equal(op.kind, MAFH_OP_STREAM_CLOSE);
+	give_ok(f, MAFH_OP_STREAM_CLOSE);
+	assert_string_equal(give_relay_event(f, expect_next, EXIT_EVENT), carried);
+	finish_normally(f, "");
+	assert_int_equal(mafh_run_result(f->run)->status, MAFH_RUN_EXITED);
+	assert_int_equal(mafh_run_result(f->run)->transport, MAFH_TRANSPORT_RELAY);
+	assert_non_null(strstr(mafh_run_result(f->run)->errors, "the stream of maf-launch serve "
+			       "broke"));
+	assert_non_null(strstr(mafh_run_result(f->run)->errors, why));
+	assert_int_equal(f->tool_calls, 1);
+	assert_int_equal(mafh_run_result(f->run)->calls, 1);
+}
+
+/* An accepted line for another call accepts nothing: the answer is carried again. */
+static void test_stream_accepted_for_another_call(void **state)
+{
+	static const char *const others[] = {"{\"event\":\"accepted\",\"id\":2}\n",
+					     "{\"event\":\"accepted\"}\n",
+					     "{\"event\":\"accepted\",\"id\":\"1\"}\n"};
+	struct fixture f;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
+		stream_answer_out(&f);
+		give_stream(&f, others[i], 0);
+		assert_int_equal(mafh_run_result(f.run)->calls, 0);
+		stream_broken_then_relay(&f, 2, "{\"value\":2}", "it accepted an answer to call ");
+		teardown_run(&f);
+	}
+}
+
+/* An answer accepted twice, in one read or two: the first counts, the second breaks the
+ * stream, and relay goes on with the next call, carrying nothing again. */
+static void test_stream_accepted_twice(void **state)
+{
+	struct fixture f;
+
+	(void)state;
+	stream_answer_out(&f);
+	give_stream(&f, ACCEPTED_1 ACCEPTED_1, 0);
+	stream_broken_then_relay(&f, 2, "", "it accepted the answer to call 1 twice");
+	teardown_run(&f);
+
+	stream_answer_out(&f);
+	give_stream(&f, ACCEPTED_1, 0);
+	assert_int_equal(mafh_run_result(f.run)->calls, 1);
+	next(&f);
+	give_stream(&f, ACCEPTED_1 EXIT_EVENT, 0);
+	stream_broken_then_relay(&f, 2, "", "it accepted the answer to call 1 twice");
+	teardown_run(&f);
+}
+
+/* An accepted line after a frame that carried no answer; and a frame's event that comes
+ * before the answer it carried was accepted, or with more after it. */
+static void test_stream_accepted_out_of_turn(void **state)
+{
+	const char *body = req(1, "{\"a\": 1}");
+	struct fixture f;
+	struct mafh_op op;
+	char ev[1024];
+
+	(void)state;
+	setup_run_caps(&f, NULL, MAFH_TRANSPORT_STREAM, 60000, RELAY_CAPS | MAFH_CAP_STREAM);
+	start(&f);
+	next(&f);
+	give_ok(&f, MAFH_OP_STREAM_OPEN);
+	assert_string_equal(sent_frame(&f), "{\"next\":1}\n");
+	next(&f);
+	give_stream(&f, ACCEPTED_1, 0);
+	op = next(&f);
+	assert_int_equal(op.kind, MAFH_OP_STREAM_CLOSE);
+	give_ok(&f, MAFH_OP_STREAM_CLOSE);
+	snprintf(ev, sizeof(ev), "{\"event\":\"request\",\"id\":1,\"size\":%zu}\n%s",
+		 strlen(body), body);
+	assert_string_equal(give_relay_event(&f, 1, ev), "");
+	op = next(&f);
+	give_call(&f, &op);
+	assert_string_equal(give_relay_event(&f, 2, EXIT_EVENT), "{\"value\":2}");
+	finish_normally(&f, "");
+	assert_int_equal(mafh_run_result(f.run)->calls, 1);
+	assert_non_null(strstr(mafh_run_result(f.run)->errors, "it accepted an answer it was "
+			       "not sent"));
+	teardown_run(&f);
+
+	/* serve --ack accepts an answer before it waits: an event first is not serve's. */
+	stream_answer_out(&f);
+	give_stream(&f, EXIT_EVENT, 0);
+	stream_broken_then_relay(&f, 2, "{\"value\":2}", "without accepting the answer");
+	teardown_run(&f);
+
+	/* Only an accepted line may come before the frame's event, and nothing after it. */
+	stream_answer_out(&f);
+	give_stream(&f, ACCEPTED_1 EXIT_EVENT "{\"event\":\"timeout\"}\n", 0);
+	stream_broken_then_relay(&f, 2, "", "it printed what is not one event");
+	teardown_run(&f);
+}
+
+/* A launcher from before --ack refuses it, as any option it does not know (exit 2): the
+ * stream ends on its first frame, before any answer, and relay serves the run. */
+static void test_stream_ack_refused(void **state)
+{
+	const char *body = req(1, "{\"a\": 1}");
+	struct mafh_op_result res;
+	struct fixture f;
+	struct mafh_op op;
+	char ev[1024];
+
+	(void)state;
+	setup_run_caps(&f, NULL, MAFH_TRANSPORT_AUTO, 60000, RELAY_CAPS | MAFH_CAP_STREAM);
+	start(&f);
+	op = next(&f);
+	assert_true(argv_has(&op, "--ack"));
+	give_ok(&f, MAFH_OP_STREAM_OPEN);
+	assert_string_equal(sent_frame(&f), "{\"next\":1}\n");
+	next(&f);
+	mafh_op_result_init(&res, MAFH_OP_STREAM_READ);
+	res.stream_ended = 1;
+	snprintf(res.detail.message, sizeof(res.detail.message), "maf-launch ended: maf-launch "
+		 "serve: unknown option '--ack'");
+	give(&f, &res);
+	op = next(&f);
+	assert_int_equal(op.kind, MAFH_OP_STREAM_CLOSE);
+	give_ok(&f, MAFH_OP_STREAM_CLOSE);
+	snprintf(ev, sizeof(ev), "{\"event\":\"request\",\"id\":1,\"size\":%zu}\n%s",
+		 strlen(body), body);
+	assert_string_equal(give_relay_event(&f, 1, ev), "");
+	op = next(&f);
+	give_call(&f, &op);
+	assert_string_equal(give_relay_event(&f, 2, EXIT_EVENT), "{\"value\":2}");
+	finish_normally(&f, "");
+	assert_int_equal(mafh_run_result(f.run)->status, MAFH_RUN_EXITED);
+	assert_int_equal(mafh_run_result(f.run)->transport, MAFH_TRANSPORT_RELAY);
+	assert_int_equal(mafh_run_result(f.run)->calls, 1);
+	assert_non_null(strstr(mafh_run_result(f.run)->errors, "unknown option '--ack'"));
 	teardown_run(&f);
 }
 
@@ -609,6 +899,13 @@ int main(void)
 		cmocka_unit_test(test_relay_fallback),
 		cmocka_unit_test(test_stream_transport),
 		cmocka_unit_test(test_stream_fallback),
+		cmocka_unit_test(test_stream_accepted_and_event_in_one_read),
+		cmocka_unit_test(test_stream_accepted_split_anywhere),
+		cmocka_unit_test(test_stream_accepted_long_before_the_next_event),
+		cmocka_unit_test(test_stream_accepted_for_another_call),
+		cmocka_unit_test(test_stream_accepted_twice),
+		cmocka_unit_test(test_stream_accepted_out_of_turn),
+		cmocka_unit_test(test_stream_ack_refused),
 		cmocka_unit_test(test_wait_target),
 	};
 

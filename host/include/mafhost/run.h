@@ -28,11 +28,12 @@ enum mafh_transport {
 	 * argv, which any process of the machine may read. Falls back to WAIT when the
 	 * launcher has no `relay` */
 	MAFH_TRANSPORT_RELAY,
-	/* `maf-launch serve` on a stream that stays open (needs MAFH_CAP_STREAM): each
-	 * answer and each request is a message on it, no backend operation a call. A stream
-	 * that breaks (its command killed, the connection dropped) is closed and the run goes
-	 * on with RELAY (or FILES), no call lost or made twice: an answer sent without its
-	 * event is carried again. */
+	/* `maf-launch serve --ack` on a stream that stays open (needs MAFH_CAP_STREAM): each
+	 * answer and each request is a message on it, no backend operation a call, and serve
+	 * accepts each answer the moment it is in place. A stream that breaks (its command
+	 * killed, the connection dropped, what it printed not serve's, or a launcher without
+	 * --ack) is closed and the run goes on with RELAY (or FILES), no call lost or made
+	 * twice: an answer sent and not accepted is carried again. */
 	MAFH_TRANSPORT_STREAM,
 };
 /* "auto", "files", "wait", "relay", "stream": static. */
@@ -61,7 +62,15 @@ MAFH_API const char *mafh_run_status_name(enum mafh_run_status s);
 /* What happened in a run, as it happens (mafh_run_options.on_event). */
 enum mafh_event_kind {
 	MAFH_EVENT_RUN_STARTED,      /* the program runs: pid, supervisor_pid */
-	MAFH_EVENT_CALL_SERVED,      /* a call answered with a value: call_id, tool, duration */
+	/* a call answered with a value: call_id, tool, duration. SERVED and REFUSED are
+	 * reported the moment the transport has accepted the whole answer, which is in place
+	 * in the guest from then on: files and wait, when the WRITE op of the response file
+	 * returned; relay, when the relay exec that carried the answer on its stdin returned 0
+	 * (an answer written first: when that WRITE op returned); stream, when serve printed
+	 * the answer's accepted line, before any later event (the answer to the last call id,
+	 * which has no request after it to wait for, goes by a WRITE op). Not that the program
+	 * took it: one that ended first is reported UNDELIVERED once the run is over */
+	MAFH_EVENT_CALL_SERVED,
 	/* a call answered with a refusal: call_id, tool (the name the request gave, registered
 	 * or not; NULL when the request could not be read), duration, message (the sentence
 	 * the program gets), detail (the tool's note: what it printed, the output that was not
