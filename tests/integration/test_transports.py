@@ -3,10 +3,13 @@
 (`maf-launch wait`: an exec finds each request, a write answers it), relay (`maf-launch
 relay`: one exec answers a call and finds the next) and stream (`maf-launch serve` on one
 exec that stays open). Where a transport's count of backend operations is its point, it is
-checked too; a stream killed mid-call falls back to relay with no call lost or made twice."""
+checked too; a stream killed mid-call falls back to relay with no call lost or made twice,
+and so does one whose launcher is older than `serve --ack`."""
+import os
+
 import pytest
 
-from conftest import host_run
+from conftest import LAUNCHER, host_run
 from transport_cases import CASES, TRANSPORTS, agree, host_tool, output_lines
 
 
@@ -63,3 +66,36 @@ def test_a_stream_killed_mid_call_falls_back_with_no_call_lost_or_made_twice(hos
         rep["errors"][0], rep["errors"]
     assert "going on with the relay transport" in rep["errors"][0]
     assert rep["transport"] == "relay"
+
+
+# A launcher from before `serve --ack`: its serve refuses the option, as it refuses any it
+# does not know (exit 2, one line on stderr); every other command is the real launcher's.
+OLDER_SERVE = """#!/bin/sh
+if [ "$1" = serve ]; then
+  for a; do
+    if [ "$a" = --ack ]; then
+      echo "maf-launch serve: unknown option '--ack' (try 'maf-launch serve --help')" >&2
+      exit 2
+    fi
+  done
+fi
+exec LAUNCHER "$@"
+"""
+
+
+def test_a_launcher_whose_serve_refuses_ack_is_served_by_relay(host, tmp_path):
+    older = tmp_path / "maf-launch"
+    older.write_text(OLDER_SERVE.replace("LAUNCHER", str(LAUNCHER)))
+    older.chmod(0o755)
+    os.chmod(tmp_path, 0o755)
+    count = tmp_path / "count"
+    proc, rep = host_run("count_calls.py", "--launcher", str(older), "--transport", "stream",
+                         "--tool", "count=" + host_tool("tool_count.py", count), args=[3])
+    assert rep is not None, proc.stderr
+    assert rep["status"] == "exited" and rep["exit_code"] == 0, rep
+    assert output_lines(rep)[:3] == [{"value": {"i": i, "n": i + 1}} for i in range(3)]
+    assert count.read_text() == "call\n" * 3         # each tool call made once
+    assert rep["calls"] == 3 and rep["undelivered"] == 0
+    assert rep["transport"] == "relay"
+    assert len(rep["errors"]) == 1 and "the stream of maf-launch serve broke" in \
+        rep["errors"][0] and "unknown option '--ack'" in rep["errors"][0], rep["errors"]
