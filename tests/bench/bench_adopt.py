@@ -33,7 +33,7 @@ import conftest  # noqa: E402,F401  (maf-sandbox's packages and mafhost on the p
 
 warnings.simplefilter("ignore")
 
-import mafhost.maf_sandbox as drop_in  # noqa: E402
+import mafhost.maf_sandbox.serving as serving  # noqa: E402
 from maf_sandbox import HostToolRegistry  # noqa: E402
 
 from adopt import Ways, engine_missing  # noqa: E402
@@ -79,7 +79,7 @@ class Engine:
         self.docker = 0
         self.clients = []
         real_exec = asyncio.create_subprocess_exec
-        real_client = drop_in.DockerSandbox
+        real_client = serving.DockerSandbox
 
         async def counting_exec(program, *args, **kw):
             if Path(str(program)).name == "docker":
@@ -92,7 +92,7 @@ class Engine:
                 self.clients.append(inner)
 
         asyncio.create_subprocess_exec = counting_exec
-        drop_in.DockerSandbox = CountingClient
+        serving.DockerSandbox = CountingClient
 
     def requests(self):
         return sum(c.requests for c in self.clients)

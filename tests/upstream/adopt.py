@@ -99,14 +99,14 @@ def run(coro):
 
 def recorded_results(monkeypatch):
     """The list the drop-in's RunResults go to, one a run, from now on (the test's)."""
-    import mafhost.maf_sandbox as drop_in
+    import mafhost.maf_sandbox.legacy as drop_in
 
     seen = []
-    outcome = drop_in._outcome
+    outcome = drop_in.outcome
 
     def record(result, counted, timeout):
         seen.append(result)
         return outcome(result, counted, timeout)
 
-    monkeypatch.setattr(drop_in, "_outcome", record)
+    monkeypatch.setattr(drop_in, "outcome", record)
     return seen

@@ -12,7 +12,7 @@ import pytest
 
 from maf_sandbox import host_tool_shim
 
-from mafhost import _compat_shim
+from mafhost.maf_sandbox import guest_api as _compat_shim
 
 NAMES = [
     (),

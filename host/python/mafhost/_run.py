@@ -19,12 +19,13 @@ from typing import (TYPE_CHECKING, Any, Awaitable, Callable, Dict, List, Literal
 from . import _abi
 from ._tools import Limits, Tool, ToolsArg, as_tools, build_registry
 from ._native import RunWaiter
-from ._upstream import Answerer
 from .sandbox import Stream
 
 if TYPE_CHECKING:
-    # maf-sandbox's, served through its own dispatch (an Any where it is not installed).
+    # maf-sandbox's, served through its own door (an Any where it is not installed).
     from maf_sandbox import HostToolRegistry, HostToolRun
+
+    from .maf_sandbox.answerer import Answerer
 from .errors import (BackendError, ConfigError, FileTooLarge, LaunchFailed, RunLost, RunTimeout)
 
 log = logging.getLogger("mafhost")
@@ -398,8 +399,8 @@ class _Run:
         self.lib = lib
         self.sb = sandbox
         self.tools = {t.name: t for t in tools}
-        # A pass-through run: every request's bytes go to answerer(flags, data), which
-        # returns (how, response bytes or None): see _upstream.Answerer.
+        # A pass-through run: every request's bytes go to answerer(flags, data, size, id),
+        # which returns (how, response bytes or None): see maf_sandbox.answerer.
         self.answerer = answerer
         self.on_event = on_event
         self.run_dir = run_dir
@@ -428,6 +429,9 @@ class _Run:
         else:  # run_ended
             fields = dict(status=_abi.RUN_STATUSES[e.status], exit_code=e.exit_code)
         ev = Event(kind=kind, run_dir=self.run_dir, time_ms=e.time_ms, **fields)
+        if self.answerer is not None and kind in ("call_served", "call_refused"):
+            # The transport accepted the call's response: a policy's publish returns now.
+            self.answerer.accepted(e.call_id)
         _log_event(ev)
         if self.on_event is not None:
             r = self.on_event(ev)
@@ -439,7 +443,7 @@ class _Run:
     async def raw_call(self, c: _abi.Call, res: _abi.OpResult) -> Keep:
         data = ctypes.string_at(c.arguments, c.arguments_len) if c.arguments_len else b""
         assert self.answerer is not None  # only a pass-through run has raw calls
-        how, response = await self.answerer(c.flags, data, c.request_size)
+        how, response = await self.answerer(c.flags, data, c.request_size, c.id)
         res.raw_answer = how
         if response is None:
             return ()
@@ -685,7 +689,7 @@ class _Spec:
     keep_run_dir: bool = False
     # Seconds one of the launcher's short commands (run, stop, reclaim) may take.
     exec_timeout: Optional[float] = None
-    # A pass-through run: every request goes to the answerer (_upstream.Answerer).
+    # A pass-through run: every request goes to the answerer (maf_sandbox.answerer).
     answerer: Optional[Answerer] = None
     # An entry of the run directory the reclaim leaves.
     reclaim_keep: Optional[str] = None
@@ -742,17 +746,19 @@ async def _serve(backend: Any, spec: _Spec, tools: Any, limits: Optional[Limits]
     if spec.exec_timeout is not None and not spec.exec_timeout > 0:
         raise ConfigError("exec_timeout must be a positive number of seconds, not "
                           f"{spec.exec_timeout!r}")
-    from . import _upstream
-    served = _upstream.served_registry(tools)
+    served = None
+    if spec.answerer is None and _of_maf_sandbox(tools):
+        from .maf_sandbox import answerer as _answerer
+        served = _answerer.served_registry(tools)
     if served is not None:
         # A maf-sandbox HostToolRegistry (or HostToolRun): served as maf-sandbox serves it,
-        # through its own dispatch, with a shim that is maf-sandbox's to the program.
+        # through its own door, with a shim that is maf-sandbox's to the program.
         if limits is not None:
             raise ConfigError("limits do not apply to a HostToolRegistry, whose own "
-                              "response_limits and max_dispatches_per_run bound the run")
-        spec.answerer = _upstream.Answerer(served)
+                              "response_limits and call cap bound the run")
+        spec.answerer = _answerer.Answerer(_answerer.door_for(served))
         spec.write_shim = spec.program is not None
-        limits, tools = _upstream.limits_for(served), ()
+        limits, tools = _answerer.limits_for(spec.answerer.door), ()
     lib = library if library is not None else _abi.load()
     lib.acquire()
     try:
@@ -760,6 +766,16 @@ async def _serve(backend: Any, spec: _Spec, tools: Any, limits: Optional[Limits]
                           sandbox)
     finally:
         lib.release()
+        if spec.answerer is not None:
+            # A response the transport did not accept by now never will be.
+            await spec.answerer.door.settle(BackendError(
+                "the run ended before the guest's launcher took the response"))
+
+
+def _of_maf_sandbox(obj: object) -> bool:
+    """Whether obj is an object of maf-sandbox's (looked at by its classes' modules, so that
+    nothing of maf-sandbox is imported for anything else)."""
+    return any(t.__module__.split(".")[0] == "maf_sandbox" for t in type(obj).__mro__)
 
 
 async def _run(lib: _abi.Library, backend: Any, spec: _Spec, tools: List[Tool],

@@ -248,13 +248,15 @@ def compatible(upstream_shim_text: str, host_tool_shim: HostToolShim) -> Optiona
     """The shim to write in place of upstream_shim_text, or None when that text is not
     maf-sandbox's generated shim as host_tool_shim (maf-sandbox's own function) writes it
     for some names and call timeout: a shim the caller wrote itself is served as written."""
-    m = _TIMEOUT_LINE.search(upstream_shim_text)
-    if m is None:
+    # The last binding wins: 0.21 writes the timeout into the module's one `_TIMEOUT` line,
+    # the current line appends a second one after the module's default.
+    found = _TIMEOUT_LINE.findall(upstream_shim_text)
+    if not found:
         return None
     try:
         # As the caller gave it (maf-sandbox-codeact passes an int), so that the module
         # holds the same value of the same type.
-        timeout = ast.literal_eval(m.group(1))
+        timeout = ast.literal_eval(found[-1])
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
             return None
         names = [ast.literal_eval(r) for r in _RETURN_LINE.findall(upstream_shim_text)]

@@ -1,0 +1,79 @@
+"""One line to adopt maf-launch on any maf-sandbox backend of the current line:
+
+    router = SandboxRouter([with_maf_launch(DockerSandboxBackend(config))], ...)
+
+with_maf_launch(backend) is the backend, passed through in everything but two things:
+- its declarations name maf-launch's program channel first (MafLaunchChannel), before the
+  channels the backend declares itself, so the router picks it for programs (host tools or
+  not) wherever it is admissible;
+- maf-sandbox-docker checks, when it starts a container, that the image has the commands its
+  own exec channel needs: `sh` for EXEC and HOST_TOOLS, and `sh`, `mv` and `nohup` for
+  HOST_TOOLS. maf-launch needs none of them (its exec is an argv, its calls need no shell), so
+  the wrapper asks that backend to acquire for the spec without those two capabilities, and
+  an image with no shell (maf-launch/python-noshell) is acquired. What the channel needs
+  instead (maf-launch and python-portable-v1) it checks itself, at prepare. The router's own
+  checks still see the spec as the kind wrote it.
+Every other attribute and method is the backend's own."""
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any, Optional
+
+from maf_sandbox import BackendDeclarations, Capability
+
+from .channel import MafLaunchChannel
+from .serving import DEFAULT_LAUNCHER
+
+if TYPE_CHECKING:
+    from maf_sandbox import SandboxKey, SandboxSpec
+
+# What maf-sandbox-docker probes the image's shell for and maf-launch serves without one.
+_SERVED_WITHOUT_A_SHELL = frozenset({Capability.EXEC, Capability.HOST_TOOLS})
+
+
+def _is_docker(backend: object) -> bool:
+    return any(t.__module__.split(".")[0] == "maf_sandbox_docker"
+               for t in type(backend).__mro__)
+
+
+class MafLaunchBackend:
+    """A maf-sandbox backend with maf-launch's program channel declared (with_maf_launch)."""
+
+    def __init__(self, backend: Any, channel: Optional[MafLaunchChannel] = None, *,
+                 launcher: str = DEFAULT_LAUNCHER) -> None:
+        self.backend = backend
+        self.channel = channel or MafLaunchChannel(launcher=launcher,
+                                                   calls_on_stream=_is_docker(backend))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.backend, name)
+
+    @property
+    def name(self) -> str:
+        return str(self.backend.name)
+
+    @property
+    def isolation(self) -> Any:
+        return self.backend.isolation
+
+    @property
+    def declarations(self) -> BackendDeclarations:
+        theirs = getattr(self.backend, "declarations", None) or BackendDeclarations()
+        others = tuple(c for c in theirs.program_channels if c is not self.channel)
+        return dataclasses.replace(theirs, program_channels=(self.channel, *others))
+
+    async def acquire(self, key: SandboxKey, spec: SandboxSpec) -> Any:
+        if _is_docker(self.backend) and spec.requires & _SERVED_WITHOUT_A_SHELL:
+            spec = dataclasses.replace(spec, requires=spec.requires - _SERVED_WITHOUT_A_SHELL)
+        return await self.backend.acquire(key, spec)
+
+    def __repr__(self) -> str:
+        return f"with_maf_launch({self.backend!r})"
+
+
+def with_maf_launch(backend: Any, channel: Optional[MafLaunchChannel] = None, *,
+                    launcher: str = DEFAULT_LAUNCHER) -> MafLaunchBackend:
+    """backend, with maf-launch's program channel declared (see the module's
+    documentation). channel: the channel to declare (default: MafLaunchChannel with
+    launcher, its calls on the engine's stream where backend is maf-sandbox-docker's)."""
+    return MafLaunchBackend(backend, channel, launcher=launcher)

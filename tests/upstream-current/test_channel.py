@@ -1,0 +1,172 @@
+"""maf-launch's program channel (mafhost.maf_sandbox.MafLaunchChannel) held to maf-sandbox's
+own conformance helper, assert_program_channel_conformance, on this machine as root and on
+maf-sandbox-docker's own sandbox from maf-launch/python-noshell (no shell), acquired through
+with_maf_launch; and what a run returns and records, beside maf-sandbox's own answers."""
+import asyncio
+import os
+import shutil
+import subprocess
+import uuid
+
+import pytest
+
+from maf_sandbox import (Capability, HostToolRegistry, HostToolRun, ProgramRequirements,
+                         SandboxKey, SandboxObserver, SandboxProgramTimeout, SandboxSpec,
+                         sandbox_tool)
+from maf_sandbox.conformance import assert_program_channel_conformance
+
+import mafhost.maf_sandbox as adopted
+from mafhost.maf_sandbox import MafLaunchChannel, with_maf_launch
+from local_sandbox import LocalSandbox
+
+from conftest import BUILD
+
+LAUNCHER = str(BUILD / "maf-launch")
+IMAGE = os.environ.get("MAF_IMAGE_PREFIX", "maf-launch") + "/python-noshell"
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def test_the_installed_line_is_the_current_one():
+    assert adopted.LINE == "current"
+    assert not hasattr(adopted, "dispatch_over_exec")
+
+
+def test_conformance_on_this_machine(tmp_path):
+    sandbox = LocalSandbox(tmp_path / "base")
+    channel = MafLaunchChannel(launcher=LAUNCHER)
+    run(assert_program_channel_conformance(sandbox, channel, guest_call_path="calls/c",
+                                           timeout=30))
+    # Nothing of the runs is left but their work directories.
+    for generation in ("0", "1"):
+        assert sorted(os.listdir(tmp_path / "base" / "calls" / "c" / generation)) == ["work"]
+
+
+class Recorder(SandboxObserver):
+    def __init__(self):
+        self.calls = []
+
+    def host_tool_called(self, event):
+        self.calls.append(event)
+
+
+def registry_with_add(observer=None):
+    @sandbox_tool(source=None, sink=None, identity=None)
+    def add(left: int, right: int) -> int:
+        return left + right
+
+    registry = HostToolRegistry(observer=observer)
+    registry.register(add)
+    return registry
+
+
+PROGRAM = """
+from maf_host_tools import HostToolError, call, add
+print("sum", add(left=40, right=2))
+try:
+    call("unknown")
+except HostToolError as e:
+    print("refused", e)
+raise SystemExit(3)
+"""
+
+
+def test_a_run_returns_and_records_as_the_exec_channel_does(tmp_path):
+    sandbox = LocalSandbox(tmp_path / "base")
+    channel = MafLaunchChannel(launcher=LAUNCHER)
+    recorder = Recorder()
+    policy = HostToolRun(registry_with_add(recorder))
+
+    async def go():
+        await channel.prepare(sandbox, ProgramRequirements())
+        return await channel.run(sandbox, PROGRAM, requirements=ProgramRequirements(),
+                                 guest_call_path="calls/r", timeout=30, policy=policy)
+
+    result = run(go())
+    assert result.exit_code == 3
+    assert result.stdout.splitlines() == [
+        "sum 42", "refused Error: 'unknown' is not a registered host tool"]
+    assert result.producer_owns_stderr and result.stderr == ""
+    assert [(c.tool, c.outcome, c.host_started, c.host_completed) for c in recorder.calls] \
+        == [("add", "delivered", True, True), (None, "refused", False, False)]
+    # Revoked on the way out.
+    with pytest.raises(RuntimeError):
+        run(policy.call("add", {"left": 1, "right": 1}, publish=lambda r: None))
+
+
+def test_the_policy_is_revoked_when_staging_fails(tmp_path):
+    sandbox = LocalSandbox(tmp_path / "base")
+    channel = MafLaunchChannel(launcher=LAUNCHER)
+    policy = HostToolRun(registry_with_add())
+    with pytest.raises(ValueError, match="byte limit"):
+        run(channel.run(sandbox, "x" * 100, requirements=ProgramRequirements(
+            max_program_bytes=10), guest_call_path="calls/s", timeout=30, policy=policy))
+    with pytest.raises(RuntimeError, match="closed"):
+        run(policy.call("add", {"left": 1, "right": 1}, publish=lambda r: None))
+
+
+def test_the_runs_bound_is_a_sandbox_program_timeout(tmp_path):
+    sandbox = LocalSandbox(tmp_path / "base")
+    channel = MafLaunchChannel(launcher=LAUNCHER)
+    policy = HostToolRun(registry_with_add())
+    program = "import time\nprint('before', flush=True)\ntime.sleep(60)\n"
+    with pytest.raises(SandboxProgramTimeout) as raised:
+        run(channel.run(sandbox, program, requirements=ProgramRequirements(),
+                        guest_call_path="calls/t", timeout=2, policy=policy))
+    assert raised.value.signal == "sent" and raised.value.reach == "group"
+    assert raised.value.output == "before\n"
+
+
+def test_the_channel_declares_no_shell_and_no_response_files_on_the_stream():
+    registry = registry_with_add()
+    spec = SandboxSpec(kind="k", requires=frozenset({Capability.EXEC, Capability.HOST_TOOLS,
+                                                     Capability.FILES_IN,
+                                                     Capability.FILES_OUT}),
+                       host_tools=registry.aggregate(), program=ProgramRequirements())
+    on_stream = MafLaunchChannel(calls_on_stream=True).transfer_limits(spec)
+    by_relay = MafLaunchChannel(calls_on_stream=False).transfer_limits(spec)
+    assert on_stream.files_in.max_files == spec.files_in.max_files + 2
+    assert by_relay.files_in.max_files > on_stream.files_in.max_files
+    assert MafLaunchChannel().required_capabilities(spec) == {
+        Capability.EXEC, Capability.FILES_IN, Capability.FILES_OUT}
+
+
+@pytest.fixture(scope="module")
+def engine():
+    why = None
+    if shutil.which("docker") is None:
+        why = "there is no docker client here"
+    elif subprocess.run(["docker", "info"], capture_output=True).returncode != 0:
+        why = "the Docker engine is not reachable"
+    elif subprocess.run(["docker", "image", "inspect", IMAGE], capture_output=True).returncode:
+        why = f"{IMAGE} is not built (make images)"
+    if why:
+        if os.environ.get("REQUIRE_DOCKER") == "1":
+            pytest.fail(f"REQUIRE_DOCKER=1 and {why}", pytrace=False)
+        pytest.skip(why)
+
+
+def test_conformance_on_maf_sandbox_docker_with_python_noshell(engine):
+    from maf_sandbox_docker import DockerSandboxBackend, DockerSandboxConfig
+
+    backend = with_maf_launch(DockerSandboxBackend(DockerSandboxConfig()))
+    assert backend.declarations.program_channels[0] is backend.channel
+    assert backend.channel.calls_on_stream
+    key = SandboxKey(scope=f"maf-launch-{uuid.uuid4().hex[:8]}", thread_id="t",
+                     agent_id="conformance")
+    spec = SandboxSpec(kind="maf-launch", image=IMAGE, work_dir="/runs",
+                       requires=frozenset({Capability.EXEC, Capability.FILES_IN,
+                                           Capability.FILES_OUT, Capability.HOST_TOOLS}),
+                       program=ProgramRequirements())
+
+    async def go():
+        sandbox = await backend.acquire(key, spec)
+        try:
+            await assert_program_channel_conformance(sandbox, backend.channel,
+                                                     guest_call_path="calls/c", timeout=60)
+        finally:
+            await backend.dispose(key, kind=spec.kind)
+
+    run(go())
