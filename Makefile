@@ -397,9 +397,11 @@ install: $(BUILD)/maf-launch $(BUILD)/maf-host $(BUILD)/libmafhost.a $(BUILD)/$(
 		'Cflags: -I$${includedir}' \
 		'Libs: -L$${libdir} -lmafhost' \
 		'Libs.private: $(MAFH_LIBS)' > $(DESTDIR)$(LIBDIR)/pkgconfig/mafhost.pc
-	install -d $(DESTDIR)$(PYTHONDIR)/mafhost/_lib
+	install -d $(DESTDIR)$(PYTHONDIR)/mafhost/_lib $(DESTDIR)$(PYTHONDIR)/mafhost/maf_sandbox
 	install -m 0644 host/python/mafhost/*.py host/python/mafhost/py.typed \
 		$(DESTDIR)$(PYTHONDIR)/mafhost/
+	install -m 0644 host/python/mafhost/maf_sandbox/*.py \
+		$(DESTDIR)$(PYTHONDIR)/mafhost/maf_sandbox/
 	printf '"""Written when the package was installed."""\nVERSION = "%s"\n' \
 		'$(MAFH_VERSION)' > $(DESTDIR)$(PYTHONDIR)/mafhost/_version.py
 	ln -sf $(LIBDIR)/$(MAFH_SONAME) $(DESTDIR)$(PYTHONDIR)/mafhost/_lib/$(MAFH_SONAME)
@@ -410,7 +412,7 @@ install: $(BUILD)/maf-launch $(BUILD)/maf-host $(BUILD)/libmafhost.a $(BUILD)/$(
 		'Requires-Python: >=3.11' 'License: MIT' \
 		> $(DESTDIR)$(PYTHONDIR)/mafhost-$(MAFH_VERSION).dist-info/METADATA
 	echo make > $(DESTDIR)$(PYTHONDIR)/mafhost-$(MAFH_VERSION).dist-info/INSTALLER
-	cd $(DESTDIR)$(PYTHONDIR) && { for f in mafhost/*.py mafhost/py.typed \
+	cd $(DESTDIR)$(PYTHONDIR) && { for f in mafhost/*.py mafhost/maf_sandbox/*.py mafhost/py.typed \
 		mafhost/_lib/$(MAFH_SONAME) mafhost-$(MAFH_VERSION).dist-info/METADATA \
 		mafhost-$(MAFH_VERSION).dist-info/INSTALLER; do echo "$$f,,"; done; \
 		echo 'mafhost-$(MAFH_VERSION).dist-info/RECORD,,'; } \
