@@ -31,26 +31,52 @@
 #define LEND_DEPTH_MAX 32
 #define LEND_ENTRIES_MAX 100000
 
+/* Whether this process may take another identity and give it the run's directories: uid 0
+ * with CAP_SETUID, CAP_SETGID and CAP_CHOWN in its effective set. A container started with
+ * every capability dropped (maf-sandbox-docker's default) runs its root without them: that
+ * root is then a launcher like any unprivileged one. */
+static int may_take_identities(void)
+{
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct caps[2];
+	static const int needed[] = {CAP_SETUID, CAP_SETGID, CAP_CHOWN};
+	size_t i;
+
+	memset(caps, 0, sizeof(caps));
+	if (syscall(SYS_capget, &hdr, caps) < 0)
+		return 0;
+	for (i = 0; i < sizeof(needed) / sizeof(needed[0]); i++)
+		if (!(caps[needed[i] / 32].effective & (1u << (needed[i] % 32))))
+			return 0;
+	return 1;
+}
+
 int mafl_identity_choose(const struct run_opts *o, pid_t supervisor, struct mafl_identity *id,
 			 char *why, size_t why_size)
 {
 	uid_t euid = geteuid();
+	int privileged = euid == 0 && may_take_identities();
 
 	memset(id, 0, sizeof(*id));
 	if (o->user_uid >= 0) {
-		if (euid != 0 && (uid_t)o->user_uid != euid) {
-			snprintf(why, why_size, "--user %lld needs a privileged launcher (this one "
-				 "runs as uid %u)", o->user_uid, (unsigned)euid);
+		if (!privileged && (uid_t)o->user_uid != euid) {
+			if (euid == 0)
+				snprintf(why, why_size, "--user %lld needs a privileged launcher (this "
+					 "one runs as uid 0 without CAP_SETUID, CAP_SETGID and "
+					 "CAP_CHOWN)", o->user_uid);
+			else
+				snprintf(why, why_size, "--user %lld needs a privileged launcher (this "
+					 "one runs as uid %u)", o->user_uid, (unsigned)euid);
 			return -1;
 		}
 		/* --user 0 keeps root: the launcher's own identity. */
-		id->own = euid == 0 && o->user_uid != 0;
+		id->own = privileged && o->user_uid != 0;
 		id->uid = (uid_t)o->user_uid;
 		id->gid = (gid_t)o->user_gid;
 		id->per_run = mafl_is_run_id(id->uid);
 		return 0;
 	}
-	if (euid == 0) {
+	if (privileged) {
 		id->own = id->per_run = 1;
 		id->uid = mafl_run_id(supervisor);
 		id->gid = mafl_run_id(supervisor);
