@@ -19,8 +19,10 @@ struct mafl_program_msg {
 	int kind;
 	int code;               /* FAIL: the launcher exit code; LANDLOCK: the ABI or <= 0;
 				 * WITNESS: the witness's pid */
-	int err;                /* errno */
-	char what[96];          /* FAIL: the step that failed */
+	int err;                /* errno, or 0: what is the whole sentence */
+	char what[256];         /* FAIL: the step that failed ("cannot WHAT: errno's text"),
+				 * or with err 0 the sentence itself; the size of the exit
+				 * record's error (protocol.h), which holds the line */
 };
 
 /* What the supervisor hands the program's process; borrowed until the exec. */

@@ -368,6 +368,8 @@ static void launch_failed(struct sup *s, const struct mafl_program_msg *m)
 	else if (m->code == MAFP_EXIT_CANNOT_EXEC)
 		n = snprintf(line, sizeof(line), "%s: cannot execute: %s", s->o->argv[0],
 			     strerror(m->err));
+	else if (m->err == 0)
+		n = snprintf(line, sizeof(line), "%s", m->what);
 	else
 		n = snprintf(line, sizeof(line), "cannot %s: %s", m->what, strerror(m->err));
 	if (n >= (int)sizeof(line))
