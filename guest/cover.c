@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -31,6 +32,53 @@
 #ifndef MOVE_MOUNT_F_EMPTY_PATH
 #define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
 #endif
+
+/* Newer than Debian 12's headers (Linux 6.8), asked for at run time: statx's unique mount
+ * id and statmount(2), which says how a mount propagates. */
+#define COVER_STATX_MNT_ID_UNIQUE 0x4000u
+#define COVER_SYS_statmount 457
+#define COVER_MNT_ID_REQ_SIZE 24
+#define COVER_STATMOUNT_MNT_BASIC 0x2u
+
+/* The kernel's struct statx, declared here because musl 1.2.3 has none. */
+struct cover_statx {
+	uint32_t mask, blksize;
+	uint64_t attributes;
+	uint32_t nlink, uid, gid;
+	uint16_t mode, spare0;
+	uint64_t ino, size, blocks, attributes_mask;
+	struct {
+		int64_t sec;
+		uint32_t nsec;
+		int32_t reserved;
+	} atime, btime, ctime, mtime;
+	uint32_t rdev_major, rdev_minor, dev_major, dev_minor;
+	uint64_t mnt_id;
+	uint64_t spare2[13];
+};
+
+struct cover_mnt_id_req {
+	uint32_t size, spare;
+	uint64_t mnt_id, param;
+};
+
+/* The kernel's struct statmount, its whole fixed part (520 bytes), without the strings. */
+struct cover_statmount {
+	uint32_t size, mnt_opts;
+	uint64_t mask;
+	uint32_t sb_dev_major, sb_dev_minor;
+	uint64_t sb_magic;
+	uint32_t sb_flags, fs_type;
+	uint64_t mnt_id, mnt_parent_id;
+	uint32_t mnt_id_old, mnt_parent_id_old;
+	uint64_t mnt_attr, mnt_propagation, mnt_peer_group, mnt_master, propagate_from;
+	uint32_t mnt_root, mnt_point;
+	uint64_t spare[50];
+};
+
+/* What to do instead, for both sentences of cover_stays_here. */
+#define COVER_INSTEAD ": mount --bind DIR DIR before chroot, unshare --mount --propagation " \
+		      "private, put R under /tmp, or give --user"
 
 /* The cover holds directories only, one a component of R below it (MAFP_RUN_DIR_MAX bytes
  * make at most 512): no data, few inodes. */
@@ -101,12 +149,72 @@ static int make_way(int dirfd, const char *rest)
 	return 0;
 }
 
-int mafl_cover_apply(const char *cover, const char *run_dir, int run_fd, const char **step)
+/* How the mount holding path propagates in this namespace (MS_SHARED, MS_SLAVE, ...), into
+ * *prop. Returns 0, or -errno: -ENOSYS before Linux 6.8. */
+static int propagation(const char *path, uint64_t *prop)
+{
+	struct cover_statx sx;
+	struct cover_mnt_id_req req = {.size = COVER_MNT_ID_REQ_SIZE,
+				       .param = COVER_STATMOUNT_MNT_BASIC};
+	struct cover_statmount sm;
+
+	memset(&sx, 0, sizeof(sx));
+	if (syscall(SYS_statx, AT_FDCWD, path, 0, COVER_STATX_MNT_ID_UNIQUE, &sx) < 0)
+		return -errno;
+	if (!(sx.mask & COVER_STATX_MNT_ID_UNIQUE))
+		return -ENOSYS;
+	req.mnt_id = sx.mnt_id;
+	memset(&sm, 0, sizeof(sm));
+	if (syscall(COVER_SYS_statmount, &req, &sm, sizeof(sm), 0) < 0)
+		return -errno;
+	if (!(sm.mask & COVER_STATMOUNT_MNT_BASIC))
+		return -ENOSYS;
+	*prop = sm.mnt_propagation;
+	return 0;
+}
+
+/* Where / is not the root of a mount (a chroot whose directory was not made a mount point),
+ * the run's mounts cannot be made slaves: MS_SLAVE and mount_setattr take a mount's root, and
+ * the root of the mount holding / is outside it, out of reach. The copy unshare made of a
+ * shared mount is a peer of the original (a systemd host's / is shared), so a cover put on a
+ * shared mount would appear in the launcher's namespace and every other peer's; one put on a
+ * mount that is not shared (private, or a slave only) propagates nowhere, and neither does
+ * anything mounted on it. statmount says which, of a mount outside the root too, to a caller
+ * with CAP_SYS_ADMIN. Returns 0 if the mount the cover goes on is not shared in this
+ * namespace; -EXDEV with the sentence in why if it is, or if the kernel cannot say (ENOSYS
+ * before Linux 6.8; EPERM where a filter denies it); else -errno with *step set. */
+static int cover_stays_here(const char *cover, const char **step, char *why, size_t why_size)
+{
+	uint64_t prop = 0;
+	int rc = propagation(cover, &prop);
+
+	if (rc == -ENOSYS || rc == -EPERM) {
+		snprintf(why, why_size, "cannot hide R's private parent in a chroot whose / is not "
+			 "a mount point, on a mount not known to be unshared (%s)" COVER_INSTEAD,
+			 strerror(-rc));
+		return -EXDEV;
+	}
+	if (rc < 0) {
+		*step = "learn whether the mount holding the private directory is shared";
+		return rc;
+	}
+	if (prop & MS_SHARED) {
+		snprintf(why, why_size, "cannot hide R's private parent in a chroot whose / is not "
+			 "a mount point, on a shared mount (the run's mounts would reach the host)"
+			 COVER_INSTEAD);
+		return -EXDEV;
+	}
+	return 0;
+}
+
+int mafl_cover_apply(const char *cover, const char *run_dir, int run_fd, const char **step,
+		     char *why, size_t why_size)
 {
 	size_t clen = strlen(cover);
 	char self[64];
-	int tree, covered, r, work = -1, rc, e;
+	int tree, covered, r, work = -1, rc, e, slaves = 1;
 
+	why[0] = '\0';
 	if (clen < 2 || strncmp(run_dir, cover, clen) != 0 || run_dir[clen] != '/') {
 		*step = "find the private directory above the run directory";
 		return -EINVAL;
@@ -116,10 +224,17 @@ int mafl_cover_apply(const char *cover, const char *run_dir, int run_fd, const c
 		return -errno;
 	/* Every mount of the copy a slave: what is mounted here never reaches the launcher's
 	 * namespace (a systemd host's / is shared), while the host's later mounts still
-	 * arrive. / must be a mount's root (it is, but in a chroot not made a mount point). */
+	 * arrive. / must be a mount's root: in a chroot not made a mount point it is not
+	 * (EINVAL), and the cover goes ahead only on a mount that is not shared. */
 	*step = "cut the run's mounts off from the host's";
-	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
-		return -errno;
+	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0) {
+		if (errno != EINVAL)
+			return -errno;
+		rc = cover_stays_here(cover, step, why, why_size);
+		if (rc < 0)
+			return rc;
+		slaves = 0;
+	}
 	/* R's mount tree, cloned in this namespace before the cover hides it (a mount can only
 	 * be cloned from the namespace it is in, so not from run_fd, which is the launcher's).
 	 * Without open_tree (Linux before 5.2), a descriptor, bound through /proc later. */
@@ -160,6 +275,13 @@ int mafl_cover_apply(const char *cover, const char *run_dir, int run_fd, const c
 	}
 	close(tree);
 	tree = -1;
+	/* R's clone is a peer of R's mount where that is shared, as long as / could not make
+	 * it a slave; it is its own mount's root here, so it can be made one now. */
+	if (!slaves) {
+		*step = "cut the run directory's mounts off from the host's";
+		if (mount(NULL, run_dir, NULL, MS_REC | MS_SLAVE, NULL) < 0)
+			goto fail;
+	}
 	*step = "make the cover read-only";
 	if (mount(NULL, cover, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | COVER_FLAGS, NULL) < 0)
 		goto fail;

@@ -225,6 +225,7 @@ static void start_witness(const struct mafl_program_args *a, pid_t supervisor)
  * the working directory: R/work, under the cover when there is one. */
 static void set_up_files(const struct mafl_program_args *a)
 {
+	char why[sizeof(((struct mafl_program_msg *)0)->what)];
 	const char *step = "";
 	int devnull, rc;
 
@@ -237,7 +238,9 @@ static void set_up_files(const struct mafl_program_args *a)
 		child_fail(a->msg_w, MAFP_EXIT_LAUNCHER, errno, "pass on the call channel");
 	if (a->cover[0]) {
 		/* Before the identity is taken: it needs CAP_SYS_ADMIN. */
-		rc = mafl_cover_apply(a->cover, a->o->run_dir, a->run, &step);
+		rc = mafl_cover_apply(a->cover, a->o->run_dir, a->run, &step, why, sizeof(why));
+		if (rc < 0 && why[0])
+			child_fail(a->msg_w, MAFP_EXIT_LAUNCHER, 0, why);
 		if (rc < 0)
 			child_fail(a->msg_w, MAFP_EXIT_LAUNCHER, -rc, step);
 	} else if (fchdir(a->work) < 0) {
