@@ -170,3 +170,58 @@ def test_conformance_on_maf_sandbox_docker_with_python_noshell(engine):
             await backend.dispose(key, kind=spec.kind)
 
     run(go())
+
+
+def test_a_guest_without_maf_launch_gets_this_hosts_put_in(tmp_path):
+    sandbox = LocalSandbox(tmp_path / "base")
+    channel = MafLaunchChannel(launcher=str(tmp_path / "nowhere" / "maf-launch"),
+                               install_from=LAUNCHER)
+    run(assert_program_channel_conformance(sandbox, channel, guest_call_path="calls/i",
+                                           timeout=30))
+    put = list((tmp_path / "base" / ".maf-launch").iterdir())
+    assert len(put) == 1 and os.access(put[0], os.X_OK)
+    assert put[0].read_bytes() == open(LAUNCHER, "rb").read()
+
+
+def test_a_launcher_that_cannot_be_made_executable_is_said_at_prepare(tmp_path):
+    sandbox = LocalSandbox(tmp_path / "base")
+
+    async def refuse_chmod(command, *, working_directory, timeout):
+        # A guest whose interpreter may not change modes (a read-only or foreign-owned
+        # storage base): the look says why.
+        if isinstance(command, list) and "os.chmod(p,0o755)" in " ".join(command):
+            command = [command[0], "-c", "print('chmod: [Errno 1] Operation not permitted')"]
+        return await LocalSandbox.exec(sandbox, command, working_directory=working_directory,
+                                       timeout=timeout)
+
+    sandbox.exec = refuse_chmod
+    channel = MafLaunchChannel(launcher=str(tmp_path / "nowhere" / "maf-launch"),
+                               install_from=LAUNCHER)
+    with pytest.raises(ValueError, match="could not be made executable .*Operation not "
+                                         "permitted.*bake it into the image"):
+        run(channel.prepare(sandbox, ProgramRequirements()))
+
+
+def test_a_container_without_maf_launch_at_the_path_gets_one_through_the_engine(engine):
+    from maf_sandbox_docker import DockerSandboxBackend, DockerSandboxConfig
+
+    channel = MafLaunchChannel(launcher="/opt/nowhere/maf-launch", calls_on_stream=True,
+                               install_from=LAUNCHER)
+    backend = with_maf_launch(DockerSandboxBackend(DockerSandboxConfig()), channel)
+    key = SandboxKey(scope=f"maf-launch-{uuid.uuid4().hex[:8]}", thread_id="t",
+                     agent_id="install")
+    spec = SandboxSpec(kind="maf-launch", image=IMAGE, work_dir="/runs",
+                       requires=frozenset({Capability.EXEC, Capability.FILES_IN,
+                                           Capability.FILES_OUT, Capability.HOST_TOOLS}),
+                       program=ProgramRequirements())
+
+    async def go():
+        sandbox = await backend.acquire(key, spec)
+        try:
+            await assert_program_channel_conformance(sandbox, channel,
+                                                     guest_call_path="calls/c", timeout=60)
+            return channel._guests[sandbox].launcher
+        finally:
+            await backend.dispose(key, kind=spec.kind)
+
+    assert run(go()).startswith("/runs/.maf-launch/maf-launch-")

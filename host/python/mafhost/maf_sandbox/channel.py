@@ -23,8 +23,12 @@ container_name and the engine answers here), else by relay over the sandbox's ow
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import logging
+import os
 import posixpath
+import shutil
 import time
 import uuid
 import weakref
@@ -65,6 +69,27 @@ _CONTAINED_PROBE = (
     "print('maf-python-portable-v1')\n"
 )
 _PROBE_TIMEOUT = 30.0
+# Looks at a launcher put in the guest (argv: its path, the digest it must have) and makes it
+# executable: "ok", or why not.
+_MAKE_EXECUTABLE = (
+    "import hashlib,os,sys\n"
+    "p,want=sys.argv[1],sys.argv[2]\n"
+    "try:\n"
+    "    f=open(p,'rb')\n"
+    "except FileNotFoundError:\n"
+    "    print('absent'); sys.exit(0)\n"
+    "with f:\n"
+    "    h=hashlib.sha256(f.read()).hexdigest()\n"
+    "if h!=want:\n"
+    "    print('its sha256 is '+h+', not '+want); sys.exit(0)\n"
+    "try:\n"
+    "    os.chmod(p,0o755)\n"
+    "except OSError as e:\n"
+    "    print('chmod: '+str(e)); sys.exit(0)\n"
+    "print('ok' if os.access(p,os.X_OK) else 'it is not executable there')\n"
+)
+# Where a launcher put in the guest goes, below the storage base.
+_INSTALLED = ".maf-launch"
 # The guest API module's ceiling, as maf-sandbox's channel has one for its shim.
 _GUEST_API_LIMIT = 128 * 1024
 # What a run reads back beside the output: the exit marker and record, the launch line.
@@ -77,7 +102,23 @@ class _Guest:
     instance: str
     base: str
     backend: Any
+    launcher: str
     verified: bool = False
+
+
+def _launcher_here(given: Optional[str]) -> Optional[str]:
+    """The static maf-launch on this host to put in a guest that has none."""
+    return given or os.environ.get("MAFHOST_LAUNCHER") or shutil.which("maf-launch")
+
+
+async def _runs(backend: Any, launcher: str) -> bool:
+    """Whether launcher answers `--version` over backend's exec (has_launcher only looks at
+    the file through the engine: a file on a noexec mount is there and does not run)."""
+    said = await backend.exec([launcher, "--version"], working_directory="/",
+                              timeout=_PROBE_TIMEOUT)
+    out = getattr(said, "stdout", "")
+    return getattr(said, "exit_code", None) == 0 and isinstance(out, str) and \
+        out.startswith("maf-launch ")
 
 
 def _unsupported(requirements: ProgramRequirements, profiles: frozenset[str]) -> bool:
@@ -89,9 +130,15 @@ class MafLaunchChannel:
     """A ProgramChannel that runs Python programs under maf-launch and carries their host
     tools over its channel (see the module's documentation).
 
-    launcher: maf-launch in the guest. calls_on_stream: the backend's calls travel over the
-    engine's stream (maf-sandbox-docker's): no response crosses the backend's file surface,
-    so transfer_limits asks for none. library: a mafhost.Library to use."""
+    launcher: maf-launch in the guest. Where the guest has none there, the channel puts the
+    static launcher install_from names (default: $MAFHOST_LAUNCHER, else maf-launch on this
+    host's PATH) below the storage base, once per sandbox: through the engine for
+    maf-sandbox-docker's sandbox, through the sandbox's own write_file elsewhere; made
+    executable and checked against its sha256 by the guest's interpreter, and tried, before
+    any program runs; where that cannot be done, prepare() says why.
+    calls_on_stream: the backend's calls travel over the engine's stream
+    (maf-sandbox-docker's): no response crosses the backend's file surface, so
+    transfer_limits asks for none. library: a mafhost.Library to use."""
 
     name: str = "maf-launch"
     interpreter: str = "python3"
@@ -100,6 +147,7 @@ class MafLaunchChannel:
     profiles: frozenset[str] = frozenset({PROFILE})
     host_tools: bool = True
     calls_on_stream: bool = False
+    install_from: Optional[str] = None
     library: Optional[Library] = field(default=None, compare=False, repr=False)
     _guests: "weakref.WeakKeyDictionary[Any, _Guest]" = field(
         default_factory=weakref.WeakKeyDictionary, compare=False, repr=False)
@@ -153,18 +201,52 @@ class MafLaunchChannel:
         lines = said.stdout.splitlines() if said.exit_code == 0 else []
         if len(lines) != 2 or lines[0] != "maf-python-portable-v1":
             raise ValueError("the guest does not satisfy python-portable-v1")
-        import json
         base = json.loads(lines[1])
         if not isinstance(base, str) or not base.startswith("/"):
             raise ValueError("the guest's storage base is not an absolute path")
         async with asyncio.timeout(LOOK_MAX_S):
             backend = await engine_backend(sandbox, self.launcher) or sandbox
-            there = await has_launcher(backend, self.launcher, LOOK_MAX_S)
-        if not there:
-            raise ValueError(f"there is no maf-launch at {self.launcher} in the guest")
-        guest = _Guest(instance, base, backend)
+            try:
+                there = await has_launcher(backend, self.launcher, LOOK_MAX_S)
+            except FileNotFoundError:
+                there = False      # a sandbox whose exec raises for a missing program
+        launcher = self.launcher if there else await self._put_in(backend, base)
+        guest = _Guest(instance, base, backend, launcher)
         self._guests[sandbox] = guest
         return guest
+
+    async def _put_in(self, backend: Any, base: str) -> str:
+        """Puts this host's maf-launch in a guest that has none, below its storage base, and
+        returns its path there; ValueError with the reason where it cannot be done."""
+        source = _launcher_here(self.install_from)
+        if source is None:
+            raise ValueError(
+                f"there is no maf-launch at {self.launcher} in the guest, and none on this "
+                "host to put in (give install_from=, set MAFHOST_LAUNCHER, or put maf-launch "
+                "on PATH; or bake it into the image: see mafhost's README, Images)")
+        with open(source, "rb") as f:
+            data = f.read()
+        digest = hashlib.sha256(data).hexdigest()
+        target = posixpath.join(base, _INSTALLED, f"maf-launch-{digest[:16]}")
+
+        async def look() -> str:
+            said = await backend.exec([self.interpreter, "-c", _MAKE_EXECUTABLE, target,
+                                       digest], working_directory="/", timeout=_PROBE_TIMEOUT)
+            out = str(getattr(said, "stdout", "")).strip()
+            return out if getattr(said, "exit_code", None) == 0 else \
+                f"the look exited {getattr(said, 'exit_code', None)}: {out}"
+
+        how = await look()
+        if how == "absent":
+            log.info("host tools: putting maf-launch (%s) in the guest at %s", source, target)
+            await backend.write_file(target.lstrip("/"), data, working_directory="/")
+            how = await look()
+        if how != "ok" or not await _runs(backend, target):
+            raise ValueError(
+                f"maf-launch could not be made executable at {target} in the guest ({how}): "
+                "bake it into the image at /usr/local/bin/maf-launch (COPY --from="
+                "maf-launch/launcher; see mafhost's README, Images)")
+        return target
 
     async def prepare(self, sandbox: MafSandbox, requirements: ProgramRequirements) -> None:
         if _unsupported(requirements, self.profiles):
@@ -176,7 +258,7 @@ class MafLaunchChannel:
         run_dir = posixpath.join(guest.base, f".maf-launch-probe-{uuid.uuid4().hex}")
         spec = _Spec(_CONTAINED_PROBE, [self.interpreter, posixpath.join(
             run_dir, "host_tools", "program.py")], _PROBE_TIMEOUT, run_dir=run_dir,
-            launcher=self.launcher)
+            launcher=guest.launcher)
         result = await _serve(guest.backend, spec, (), None, None, False, self.library,
                               _Sandbox(guest.backend))
         if result.status != "exited" or result.exit_code != 0 or \
@@ -226,7 +308,7 @@ class MafLaunchChannel:
         counted = _Sandbox(guest.backend)
         argv = [self.interpreter, posixpath.join(run_dir, "host_tools", "program.py")]
         if policy is None:
-            spec = _Spec(code, argv, timeout, run_dir=run_dir, launcher=self.launcher,
+            spec = _Spec(code, argv, timeout, run_dir=run_dir, launcher=guest.launcher,
                          reclaim_keep="work")
             result = await _serve(guest.backend, spec, (), None, None, False, self.library,
                                   counted)
@@ -236,7 +318,7 @@ class MafLaunchChannel:
                                         timeout=requirements.host_tool_timeout_seconds)
         door = answerer.PolicyDoor(bounded)
         served = answerer.Answerer(door, call_timeout=float(timeout))
-        spec = _Spec(code, argv, timeout, run_dir=run_dir, launcher=self.launcher,
+        spec = _Spec(code, argv, timeout, run_dir=run_dir, launcher=guest.launcher,
                      answerer=served, write_shim=True, reclaim_keep="work")
         task = asyncio.ensure_future(_serve(guest.backend, spec, (), answerer.limits_for(door),
                                             None, False, self.library, counted))
