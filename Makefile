@@ -316,7 +316,9 @@ upstream: all
 # The current maf-sandbox release line, as published (tests/upstream-current): the exact
 # versions of tests/upstream-current/requirements.txt, installed once by .ci/upstream-venv
 # into a virtual environment of the same Debian 13 root (/opt/maf-current; remade when the
-# pins change) and entered as make upstream enters it. Skipped, with the reason, where the
+# pins change) and entered as a plain `chroot` enters it (its / no mount's root, which
+# make upstream's binding gives it), so that the channel's runs below pytest's private
+# tmp_path are made where a plain chroot makes them. Skipped, with the reason, where the
 # package index cannot be reached from here (the script's exit 3), unless CI=true: then that
 # fails.
 upstream-current: all
@@ -327,9 +329,9 @@ upstream-current: all
 			exit 1; fi; \
 		echo "make upstream-current: skipped: $${why#upstream-venv: }"; exit 0; fi; \
 	[ $$rc = 0 ] || exit $$rc; \
-	MAF_BUILD=$(abspath $(BUILD)) MAF_IMAGE_PREFIX=$(IMAGE_PREFIX) tests/upstream/enter \
-		$(UPSTREAM_ROOT) /opt/maf-current/bin/python -m pytest -q -p no:cacheprovider \
-		tests/upstream-current
+	MAF_BUILD=$(abspath $(BUILD)) MAF_IMAGE_PREFIX=$(IMAGE_PREFIX) MAF_ENTER_PLAIN=1 \
+		tests/upstream/enter $(UPSTREAM_ROOT) /opt/maf-current/bin/python -m pytest -q \
+		-p no:cacheprovider tests/upstream-current
 
 # The README's test command: set up the machine, build, run every test.
 test: setup

@@ -225,3 +225,12 @@ def test_a_container_without_maf_launch_at_the_path_gets_one_through_the_engine(
             await backend.dispose(key, kind=spec.kind)
 
     assert run(go()).startswith("/runs/.maf-launch/maf-launch-")
+
+
+def test_these_tests_run_in_a_plain_chroot():
+    """make upstream-current enters the Debian 13 root as a plain chroot enters it (its / is
+    no mount's root), so the runs above, below pytest's private tmp_path, were made there."""
+    if os.environ.get("MAF_ENTER_PLAIN") != "1":
+        pytest.skip("not entered with MAF_ENTER_PLAIN=1 (make upstream-current does)")
+    with open("/proc/self/mountinfo") as f:
+        assert not any(line.split()[4] == "/" for line in f)
