@@ -250,10 +250,13 @@ def _opt(argv, name):
 
 
 class _Frames:
-    """serve's stdin: the host's frames, {"next":N} or {"answer":I,"size":L} + L bytes."""
+    """serve's stdin: the host's frames, {"next":N} or {"answer":I,"size":L} + L bytes. With
+    ack (serve --ack), each answer taken is accepted at once, as the real serve does once it
+    has written it (here it is not written: the program makes no call of its own)."""
 
-    def __init__(self):
+    def __init__(self, ack=False):
         self.buf = b""
+        self.ack = ack
 
     def _fill(self):
         d = os.read(0, 65536)
@@ -270,6 +273,8 @@ class _Frames:
             while len(self.buf) < head["size"]:
                 self._fill()
             self.buf = self.buf[head["size"]:]
+            if self.ack:
+                _write(1, b'{"event":"accepted","id":%d}\n' % head["answer"])
             return head["answer"] + 1
         return head["next"]
 
@@ -327,7 +332,7 @@ def _forge_exit(argv, command):
             sys.stdin.buffer.read()
         _write(1, event)
         return 0
-    frames = _Frames()
+    frames = _Frames("--ack" in argv)
     try:
         while True:
             frames.next_id()
@@ -350,7 +355,7 @@ def _steps(steps):
 
 
 def _forge_serve(argv, real, scenario):
-    frames = _Frames()
+    frames = _Frames("--ack" in argv)
     try:
         while True:
             n = frames.next_id()
