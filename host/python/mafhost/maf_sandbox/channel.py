@@ -193,7 +193,10 @@ class MafLaunchChannel:
     async def _guest(self, sandbox: MafSandbox) -> _Guest:
         """What prepare() learns of sandbox: looked at once per sandbox instance."""
         instance = str(getattr(sandbox, "instance_id", ""))
-        known = self._guests.get(sandbox)
+        try:
+            known = self._guests.get(sandbox)
+        except TypeError:      # a sandbox object no weak reference can name: looked at anew
+            known = None
         if known is not None and known.instance == instance:
             return known
         said = await sandbox.exec([self.interpreter, "-c", _PROBE], working_directory=".",
@@ -212,7 +215,10 @@ class MafLaunchChannel:
                 there = False      # a sandbox whose exec raises for a missing program
         launcher = self.launcher if there else await self._put_in(backend, base)
         guest = _Guest(instance, base, backend, launcher)
-        self._guests[sandbox] = guest
+        try:
+            self._guests[sandbox] = guest
+        except TypeError:
+            pass
         return guest
 
     async def _put_in(self, backend: Any, base: str) -> str:
