@@ -234,3 +234,44 @@ def test_these_tests_run_in_a_plain_chroot():
         pytest.skip("not entered with MAF_ENTER_PLAIN=1 (make upstream-current does)")
     with open("/proc/self/mountinfo") as f:
         assert not any(line.split()[4] == "/" for line in f)
+
+
+def test_a_run_activity_guard_is_held_for_the_run(tmp_path):
+    """Where the sandbox has SandboxRunActivity, the channel holds one guard from before the
+    program starts until its run is over, and checks it on both sides."""
+    import contextlib
+
+    events = []
+
+    class Guard:
+        def check(self):
+            events.append("check")
+
+    class WithActivity(LocalSandbox):
+        @contextlib.asynccontextmanager
+        async def run_activity(self, *, timeout):
+            events.append(("enter", timeout))
+            try:
+                yield Guard()
+            finally:
+                events.append("exit")
+
+        async def exec(self, command, *, working_directory, timeout):
+            if isinstance(command, list) and "run" in command[1:2]:
+                events.append("launch")
+            return await super().exec(command, working_directory=working_directory,
+                                      timeout=timeout)
+
+    sandbox = WithActivity(tmp_path / "base")
+    channel = MafLaunchChannel(launcher=LAUNCHER)
+    policy = HostToolRun(registry_with_add())
+
+    async def go():
+        await channel.prepare(sandbox, ProgramRequirements())
+        events.clear()
+        return await channel.run(sandbox, "print('hi')", requirements=ProgramRequirements(),
+                                 guest_call_path="calls/a", timeout=30, policy=policy)
+
+    assert run(go()).stdout == "hi\n"
+    assert events[0] == ("enter", 30) and events[1] == "check"
+    assert events.index("launch") > 1 and events[-2:] == ["exit", "check"]
