@@ -85,6 +85,10 @@ enum mafh__outcome mafh__emit_stream_send(struct mafh_run *run, struct mafh_op *
 	op->kind = MAFH_OP_STREAM_WRITE;
 	op->data = run->sframe;
 	op->len = run->sframe_len;
+	/* A serve that stops reading holds a frame larger than the pipe's buffer (an answer
+	 * of megabytes) forever: the write has the time of a short command, not past the
+	 * deadline by more than a waiting exec, and one that times out breaks the stream. */
+	op->timeout_ms = mafh__exec_overhead(run, 0);
 	return OC_PENDING;
 }
 

@@ -486,6 +486,76 @@ static void test_stream_fallback(void **state)
 	teardown_run(&f);
 }
 
+/* A frame's write has the time of a short command, and not more than 5 s past the run's
+ * deadline: a serve that stops reading a frame larger than its pipe holds (an answer of
+ * megabytes) would hold it forever. One that times out breaks the stream, and relay carries
+ * the answer again; the tool ran once. */
+static void test_stream_write_times(void **state)
+{
+	struct fixture f;
+	struct mafh_op op;
+	struct mafh_op_result res;
+	char ev[1024], frame[1024];
+	const char *body = req(1, "{\"a\": 1}");
+
+	(void)state;
+	snprintf(ev, sizeof(ev), "{\"event\":\"request\",\"id\":1,\"size\":%zu}\n%s",
+		 strlen(body), body);
+	setup_run_caps(&f, NULL, MAFH_TRANSPORT_STREAM, 60000, RELAY_CAPS | MAFH_CAP_STREAM);
+	start(&f);
+	next(&f);
+	give_ok(&f, MAFH_OP_STREAM_OPEN);
+	op = next(&f);
+	assert_int_equal(op.kind, MAFH_OP_STREAM_WRITE);
+	assert_int_equal(op.timeout_ms, 30000);
+	give_ok(&f, MAFH_OP_STREAM_WRITE);
+	next(&f);
+	give_stream(&f, ev, 0);
+	op = next(&f);
+	give_call(&f, &op);
+	op = next(&f);
+	assert_int_equal(op.kind, MAFH_OP_STREAM_WRITE);
+	assert_int_equal(op.timeout_ms, 30000);
+	assert_true(op.len < sizeof(frame));
+	memcpy(frame, op.data, op.len);
+	frame[op.len] = '\0';
+	assert_non_null(strstr(frame, "\"answer\":1"));
+	mafh_op_result_init(&res, MAFH_OP_STREAM_WRITE);
+	res.error = MAFH_ETIMEDOUT;
+	give(&f, &res);
+	op = next(&f);
+	assert_int_equal(op.kind, MAFH_OP_STREAM_CLOSE);
+	give_ok(&f, MAFH_OP_STREAM_CLOSE);
+	assert_int_equal(mafh_run_result(f.run)->calls, 0);
+	assert_string_equal(give_relay_event(&f, 2, "{\"event\":\"exit\",\"size\":1}\n0"),
+			    "{\"value\":2}");
+	finish_normally(&f, "");
+	assert_int_equal(mafh_run_result(f.run)->calls, 1);
+	assert_int_equal(f.tool_calls, 1);
+	assert_non_null(strstr(mafh_run_result(f.run)->errors, "the stream of maf-launch "
+			       "serve broke"));
+	assert_int_equal(mafh_run_result(f.run)->status, MAFH_RUN_EXITED);
+	teardown_run(&f);
+
+	/* A run of 9 s: its deadline; of 3 s: 5 s past it, as a waiting exec. */
+	setup_run_caps(&f, NULL, MAFH_TRANSPORT_STREAM, 9000, RELAY_CAPS | MAFH_CAP_STREAM);
+	start(&f);
+	next(&f);
+	give_ok(&f, MAFH_OP_STREAM_OPEN);
+	op = next(&f);
+	assert_int_equal(op.kind, MAFH_OP_STREAM_WRITE);
+	assert_int_equal(f.now + op.timeout_ms, 1000 + 9000);
+	teardown_run(&f);
+	setup_run_caps(&f, NULL, MAFH_TRANSPORT_STREAM, 3000, RELAY_CAPS | MAFH_CAP_STREAM);
+	start(&f);
+	next(&f);
+	give_ok(&f, MAFH_OP_STREAM_OPEN);
+	op = next(&f);
+	assert_int_equal(op.kind, MAFH_OP_STREAM_WRITE);
+	assert_int_equal(op.timeout_ms, 5000);
+	teardown_run(&f);
+}
+
 /* ---- serve --ack: an answer accepted the moment it is in place ---------------------------- */
 
 #define ACCEPTED_1 "{\"event\":\"accepted\",\"id\":1}\n"
@@ -899,6 +969,7 @@ int main(void)
 		cmocka_unit_test(test_relay_fallback),
 		cmocka_unit_test(test_stream_transport),
 		cmocka_unit_test(test_stream_fallback),
+		cmocka_unit_test(test_stream_write_times),
 		cmocka_unit_test(test_stream_accepted_and_event_in_one_read),
 		cmocka_unit_test(test_stream_accepted_split_anywhere),
 		cmocka_unit_test(test_stream_accepted_long_before_the_next_event),

@@ -61,7 +61,7 @@ struct mafh_op {
 	enum mafh_op_kind kind;
 	/* EXEC, STREAM_OPEN */
 	const char *const *argv;   /* NULL-terminated */
-	int64_t timeout_ms;        /* the exec's own timeout */
+	int64_t timeout_ms;        /* the exec's own timeout; STREAM_WRITE: the write's */
 	size_t out_cap;            /* stdout bytes the run looks at */
 	/* READ, WRITE, STAT */
 	const char *path;
