@@ -42,6 +42,8 @@ Keep = Optional[Sequence[object]]
 EXEC_GRACE_S = 2.0
 # A stream's close (stdin closed, a moment, killed) is not waited for longer.
 STREAM_CLOSE_S = 3.0
+# A stream write whose op gives no timeout (the library's backends take the same).
+STREAM_WRITE_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -365,7 +367,7 @@ class _Stream:
 
     async def write(self, op: _abi.Op, res: _abi.OpResult) -> Keep:
         data = ctypes.string_at(op.data, op.len)
-        timeout = op.timeout_ms / 1000 if op.timeout_ms > 0 else None
+        timeout = op.timeout_ms / 1000 if op.timeout_ms > 0 else STREAM_WRITE_S
         try:
             await asyncio.wait_for(self.stream.write(data), timeout)
         except asyncio.TimeoutError:
