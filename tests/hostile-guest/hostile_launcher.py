@@ -17,6 +17,9 @@ Attacks:
                still running; once the real exit marker is there when it exited)
   forge-*      request events of its own (FORGERIES below), by the id the host asks for;
                once a sequence is spent, the real launcher takes over
+  ack-*        serve: the real serve, with what it says of an answer (its accepted line)
+               lied about: withheld, for another call, twice, for a frame with no answer,
+               never (the answer taken and dropped), before the answer was read (ACKS below)
 
 Every process it leaves records its pid in DIR/pids and dies by SIGALRM after `lifetime`
 seconds at the latest; `DIR/maf-launch __reap__` kills them (a process whose command line
@@ -385,6 +388,130 @@ def _forge_serve(argv, real, scenario):
     return child.wait()
 
 
+# ---- serve --ack: what serve says of an answer ----------------------------------------------
+#
+# The accepted line is serve's word that an answer is whole in place, and the host counts
+# the answer as taken at it and at nothing else. These lie about it, over the real serve: the
+# host's frames go to it and its events come back, but for what the attack changes.
+
+ACKS = ("ack-withheld", "ack-wrong-id", "ack-twice", "ack-unasked", "ack-never", "ack-early")
+
+
+class _RawFrames:
+    """serve's stdin as the host wrote it: each frame's head line, then its answer's bytes,
+    read only when asked for."""
+
+    def __init__(self):
+        self.buf = b""
+
+    def _fill(self):
+        d = os.read(0, 65536)
+        if not d:
+            raise EOFError
+        self.buf += d
+
+    def head(self):
+        while b"\n" not in self.buf:
+            self._fill()
+        line, _, self.buf = self.buf.partition(b"\n")
+        return json.loads(line), line + b"\n"
+
+    def body(self, size):
+        while len(self.buf) < size:
+            self._fill()
+        data, self.buf = self.buf[:size], self.buf[size:]
+        return data
+
+
+def _events(f):
+    """The real serve's events from its stdout f: (head, its line and bytes), until it ends."""
+    while True:
+        line = f.readline()
+        if not line.endswith(b"\n"):
+            return
+        head = json.loads(line)
+        size = head.get("size", 0)
+        if head.get("event") in ("request", "exit") and size and not head.get("error") \
+                and not head.get("oversized"):
+            line += f.read(size)
+        yield head, line
+
+
+def _ack_serve(argv, real, attack):
+    """The real serve, with its accepted lines lied about:
+      ack-withheld  never passed on (the answer is in place; the host is never told)
+      ack-wrong-id  passed on naming the call after the one answered
+      ack-twice     passed on twice
+      ack-unasked   the real ones passed on, and one more after each {"next":N} frame, for
+                    call N, which no answer was sent for
+      ack-never     an answer frame is read whole, not passed on, and never accepted; nothing
+                    more is printed
+      ack-early     an answer frame is accepted as soon as its head line is read, before one
+                    byte of the answer; nothing more is read or printed"""
+    lock = threading.Lock()
+
+    def out(data):
+        with lock:
+            _write(1, data)
+
+    child = subprocess.Popen([real, *argv[1:]], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
+    def events():
+        try:
+            for head, data in _events(child.stdout):
+                if head.get("event") != "accepted":
+                    out(data)
+                elif attack == "ack-withheld":
+                    _trace(f"serve: withheld the acceptance of {head['id']}")
+                elif attack == "ack-wrong-id":
+                    _trace(f"serve: accepted {head['id'] + 1} for {head['id']}")
+                    out(b'{"event":"accepted","id":%d}\n' % (head["id"] + 1))
+                elif attack == "ack-twice":
+                    _trace(f"serve: accepted {head['id']} twice")
+                    out(data + data)
+                else:
+                    out(data)
+        except (OSError, ValueError):
+            pass
+    reader = threading.Thread(target=events, daemon=True)
+    reader.start()
+    frames = _RawFrames()
+    try:
+        while True:
+            head, line = frames.head()
+            if "answer" not in head:
+                child.stdin.write(line)
+                child.stdin.flush()
+                if attack == "ack-unasked":
+                    _trace(f"serve: accepted {head['next']}, which was never answered")
+                    out(b'{"event":"accepted","id":%d}\n' % head["next"])
+                continue
+            if attack == "ack-early":
+                _trace(f"serve: accepted {head['answer']} before reading it")
+                out(b'{"event":"accepted","id":%d}\n' % head["answer"])
+                _deaf()
+                while True:
+                    time.sleep(3600)
+            data = frames.body(head["size"])
+            if attack == "ack-never":
+                _trace(f"serve: took the answer to {head['answer']} ({len(data)} bytes), "
+                       "said nothing")
+                _deaf()
+                while True:
+                    time.sleep(3600)
+            child.stdin.write(line + data)
+            child.stdin.flush()
+    except (EOFError, OSError):
+        pass
+    try:
+        child.stdin.close()
+    except OSError:
+        pass
+    code = child.wait()
+    reader.join(5)
+    return code
+
+
 def main(argv):
     if len(argv) > 1 and argv[1] == "__reap__":
         return reap(HERE, sys.stdout)
@@ -423,6 +550,8 @@ def main(argv):
         return _forge_exit(argv, command)
     elif scenario is not None and command == "serve":
         return _forge_serve(argv, real, scenario)
+    elif attack in ACKS and command == "serve":
+        return _ack_serve(argv, real, attack)
     elif scenario is not None:
         if "--value-stdin" in argv:
             sys.stdin.buffer.read()
