@@ -27,6 +27,7 @@ import asyncio
 import json
 import logging
 import posixpath
+import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple, Union, cast
 
 from .. import _abi
@@ -59,6 +60,10 @@ OUTPUT_TOO_LARGE = ("the program's output was larger than the host will read and
                     "returned; have the program write what it needs to a file the run "
                     "collects instead")
 
+
+# A call's bound that expires this close to the run's deadline is the deadline's: the run's
+# own timeout, not the call's failure.
+_AT_THE_DEADLINE_S = 0.05
 
 # maf-sandbox's ceiling on one refusal envelope, and what replaces one past it (current line).
 _REFUSAL_CEILING = 1024
@@ -119,7 +124,9 @@ class PolicyDoor:
     so that HostToolCalled says "delivered" only for a response the guest's launcher took.
     A call that ends without publishing (its bound expired, the policy was closed) is the
     run's failure, as it is upstream's: failed() is told, the request is held unanswered,
-    and the caller stops the run and raises what the policy raised."""
+    and the caller stops the run and raises what the policy raised. So is one that fails
+    after publishing, before the run's deadline: its bound expired while the transport had
+    not accepted the response (upstream awaits its publication inline, and raises there)."""
 
     def __init__(self, policy: Any, failed: Optional[Callable[[BaseException], None]] = None
                  ) -> None:
@@ -133,6 +140,7 @@ class PolicyDoor:
         self.failure: Optional[BaseException] = None
         self.previous: Optional[asyncio.Task[Any]] = None
         self.awaiting: Dict[int, asyncio.Future[None]] = {}
+        self.settled = False
 
     def refusal(self, sentence: str) -> str:
         envelope = json.dumps({"refusal": sentence})
@@ -173,12 +181,28 @@ class PolicyDoor:
             task.cancel()
             raise
         if response.done():
+            task.add_done_callback(self._after_publication)
             return response.result()
         exc = task.exception() if not task.cancelled() else asyncio.CancelledError()
         self.failure = exc or RuntimeError("the host-tool call ended without a response")
         if self.failed is not None:
             self.failed(self.failure)
         return None
+
+    def _after_publication(self, task: asyncio.Task[Any]) -> None:
+        """A call whose response went to the transport has ended: one that failed awaiting
+        the transport's acceptance fails the run, unless the run's end (settle) or its
+        deadline failed it (the run's own timeout is the verdict there)."""
+        if task.cancelled() or self.settled or self.failure is not None:
+            return
+        exc = task.exception()
+        deadline = getattr(self.policy, "deadline", None)
+        if exc is None or (isinstance(deadline, (int, float)) and
+                           time.monotonic() >= deadline - _AT_THE_DEADLINE_S):
+            return
+        self.failure = exc
+        if self.failed is not None:
+            self.failed(exc)
 
     def accepted(self, call_id: int) -> None:
         """The library says the transport accepted call_id's response."""
@@ -190,6 +214,7 @@ class PolicyDoor:
         """At the run's end: a response the transport never accepted is not delivered
         (publish raises why, and the policy records delivery_uncertain and closes), and the
         last call is waited for."""
+        self.settled = True
         for waiting in list(self.awaiting.values()):
             if not waiting.done():
                 waiting.set_exception(why)
