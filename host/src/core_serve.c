@@ -458,8 +458,8 @@ static enum mafh__outcome take_relay_carried(struct mafh_run *run,
 	} else if (res->exec.exit_code != MAFP_EXIT_USAGE || run->wait_used) {
 		mafh__first_line(line, sizeof(line), res->exec.err, res->exec.err_len);
 		mafh__end_run(run, MAFH_RUN_ERROR, MAFH_EIO, "maf-launch relay %s, carrying the "
-			      "answer to call %ld: %s", res->exec.timed_out ? "did not return in "
-			      "time" : "failed", run->next_id, line);
+			      "answer to call %ld%s%s", res->exec.timed_out ? "did not return in "
+			      "time" : "failed", run->next_id, line[0] ? ": " : "", line);
 		return OC_FAILED;
 	}
 	return OC_PENDING;

@@ -258,11 +258,13 @@ static void test_relay_without_stdin(void **state)
 
 /* A launcher without relay: the answer it was to carry is written, and `wait` serves on. A
  * relay that refuses --value-stdin once it has served: the answer is written first from then
- * on. A relay that fails otherwise once it has served is the run's error. */
+ * on. A relay that fails otherwise once it has served, or never returns with the answer, is
+ * the run's error. */
 static void test_relay_fallback(void **state)
 {
 	struct fixture f;
 	struct mafh_op op;
+	struct mafh_op_result res;
 	char ev[1024], ev2[1024];
 	const char *body = req(1, "{\"a\": 1}");
 
@@ -326,6 +328,24 @@ static void test_relay_fallback(void **state)
 	finish_in_error(&f);
 	assert_int_equal(mafh_run_result(f.run)->calls, 0);
 	assert_non_null(strstr(mafh_run_result(f.run)->error.message, "No space left"));
+	teardown_run(&f);
+
+	/* One that never returns with it, saying nothing: the sentence ends at the call. */
+	setup_run_caps(&f, NULL, MAFH_TRANSPORT_RELAY, 60000, RELAY_CAPS);
+	start(&f);
+	give_relay_event(&f, 1, ev);
+	op = next(&f);
+	give_call(&f, &op);
+	op = next(&f);
+	assert_non_null(argv_after(&op, "--answer"));
+	mafh_op_result_init(&res, MAFH_OP_EXEC);
+	res.exec.exit_code = -1;
+	res.exec.timed_out = 1;
+	give(&f, &res);
+	finish_in_error(&f);
+	assert_int_equal(mafh_run_result(f.run)->calls, 0);
+	assert_string_equal(mafh_run_result(f.run)->error.message, "maf-launch relay did not "
+			    "return in time, carrying the answer to call 1");
 	teardown_run(&f);
 }
 
