@@ -19,7 +19,9 @@ Attacks:
                once a sequence is spent, the real launcher takes over
   ack-*        serve: the real serve, with what it says of an answer (its accepted line)
                lied about: withheld, for another call, twice, for a frame with no answer,
-               never (the answer taken and dropped), before the answer was read (ACKS below)
+               never (the answer taken and dropped), before the answer was read (ACKS below);
+               relay (ack-never): a relay that carries an answer reads it, drops it and never
+               returns, the others are the real relay
 
 Every process it leaves records its pid in DIR/pids and dies by SIGALRM after `lifetime`
 seconds at the latest; `DIR/maf-launch __reap__` kills them (a process whose command line
@@ -524,6 +526,8 @@ def main(argv):
         steps = scenario(n, command)
         if steps is None:
             cmd = ""                    # spent: the real launcher
+    if cmd == command == "relay" and attack in ACKS and "--answer" not in argv:
+        cmd = ""                        # a relay that carries no answer: the real one
     if cmd != command:
         os.execv(real, [real, *argv[1:]])
     _mark(conf.get("lifetime", 90))
@@ -552,6 +556,14 @@ def main(argv):
         return _forge_serve(argv, real, scenario)
     elif attack in ACKS and command == "serve":
         return _ack_serve(argv, real, attack)
+    elif attack == "ack-never" and command == "relay":
+        # The relay that carries an answer: read whole, dropped, and never a return.
+        taken = sys.stdin.buffer.read()
+        _trace(f"relay: took the answer to {_opt(argv, '--answer')} ({len(taken)} bytes), "
+               "never returns")
+        _deaf()
+        while True:
+            time.sleep(3600)
     elif scenario is not None:
         if "--value-stdin" in argv:
             sys.stdin.buffer.read()
