@@ -9,8 +9,9 @@ with_maf_launch(backend) is the backend, passed through in everything but two th
 - maf-sandbox-docker checks, when it starts a container, that the image has the commands its
   own exec channel needs: `sh` for EXEC and HOST_TOOLS, and `sh`, `mv` and `nohup` for
   HOST_TOOLS. maf-launch needs none of them (its exec is an argv, its calls need no shell), so
-  the wrapper asks that backend to acquire for the spec without those two capabilities, and
-  an image with no shell (maf-launch/python-noshell) is acquired. What the channel needs
+  the wrapper asks that backend to acquire for the spec without those two capabilities (and
+  without the host-tool surface, which maf-sandbox allows only beside HOST_TOOLS), and an
+  image with no shell (maf-launch/python-noshell) is acquired. What the channel needs
   instead (maf-launch and python-portable-v1) it checks itself, at prepare. The router's own
   checks still see the spec as the kind wrote it.
 Every other attribute and method is the backend's own."""
@@ -64,7 +65,10 @@ class MafLaunchBackend:
 
     async def acquire(self, key: SandboxKey, spec: SandboxSpec) -> Any:
         if _is_docker(self.backend) and spec.requires & _SERVED_WITHOUT_A_SHELL:
-            spec = dataclasses.replace(spec, requires=spec.requires - _SERVED_WITHOUT_A_SHELL)
+            # The surface goes with the capability: maf-sandbox refuses a spec whose host_tools
+            # is set and whose requires lacks HOST_TOOLS (maf-sandbox-codeact's spec has both).
+            spec = dataclasses.replace(spec, requires=spec.requires - _SERVED_WITHOUT_A_SHELL,
+                                       host_tools=None)
         return await self.backend.acquire(key, spec)
 
     def __repr__(self) -> str:
