@@ -329,9 +329,14 @@ upstream-current: all
 			exit 1; fi; \
 		echo "make upstream-current: skipped: $${why#upstream-venv: }"; exit 0; fi; \
 	[ $$rc = 0 ] || exit $$rc; \
-	MAF_BUILD=$(abspath $(BUILD)) MAF_IMAGE_PREFIX=$(IMAGE_PREFIX) MAF_ENTER_PLAIN=1 \
-		tests/upstream/enter $(UPSTREAM_ROOT) /opt/maf-current/bin/python -m pytest -q \
-		-p no:cacheprovider tests/upstream-current
+	if docker image inspect $(IMAGE_PREFIX)/python-noshell >/dev/null 2>&1; then \
+		$(PYTHON) tests/upstream/shell_image.py build $(SHELL_TEST_IMAGE) \
+			$(IMAGE_PREFIX)/python-noshell >/dev/null || exit 1; fi; \
+	MAF_BUILD=$(abspath $(BUILD)) MAF_IMAGE_PREFIX=$(IMAGE_PREFIX) \
+		MAF_SHELL_IMAGE=$(SHELL_TEST_IMAGE) MAF_ENTER_PLAIN=1 tests/upstream/enter \
+		$(UPSTREAM_ROOT) /opt/maf-current/bin/python -m pytest -q -p no:cacheprovider \
+		tests/upstream-current; rc=$$?; \
+	$(PYTHON) tests/upstream/shell_image.py remove $(SHELL_TEST_IMAGE); exit $$rc
 
 # The README's test command: set up the machine, build, run every test.
 test: setup
