@@ -220,7 +220,7 @@ def test_a_container_without_maf_launch_at_the_path_gets_one_through_the_engine(
         try:
             await assert_program_channel_conformance(sandbox, channel,
                                                      guest_call_path="calls/c", timeout=60)
-            return channel._guests[sandbox].launcher
+            return channel._by_instance[sandbox.instance_id].launcher
         finally:
             await backend.dispose(key, kind=spec.kind)
 
@@ -275,3 +275,37 @@ def test_a_run_activity_guard_is_held_for_the_run(tmp_path):
     assert run(go()).stdout == "hi\n"
     assert events[0] == ("enter", 30) and events[1] == "check"
     assert events.index("launch") > 1 and events[-2:] == ["exit", "check"]
+
+
+def test_reclaim_on_an_image_without_rm(engine):
+    """maf-sandbox-docker's reclaim runs `rm -rf` in the guest; python-noshell has no `rm`,
+    and the wrapper's sandbox makes the removal with maf-launch instead, checked through the
+    engine, so a host that reuses sandboxes keeps its container."""
+    from maf_sandbox_docker import DockerSandboxBackend, DockerSandboxConfig
+
+    backend = with_maf_launch(DockerSandboxBackend(DockerSandboxConfig()))
+    key = SandboxKey(scope=f"maf-launch-{uuid.uuid4().hex[:8]}", thread_id="t",
+                     agent_id="reclaim")
+    spec = SandboxSpec(kind="maf-launch", image=IMAGE, work_dir="/runs",
+                       requires=frozenset({Capability.EXEC, Capability.FILES_IN,
+                                           Capability.FILES_OUT, Capability.HOST_TOOLS}),
+                       program=ProgramRequirements())
+
+    async def go():
+        sandbox = await backend.acquire(key, spec)
+        try:
+            await backend.channel.prepare(sandbox, ProgramRequirements())
+            result = await backend.channel.run(
+                sandbox, "open('made.txt', 'w').write('x')\nprint('ok')",
+                requirements=ProgramRequirements(), guest_call_path="calls/r", timeout=30,
+                policy=HostToolRun(registry_with_add()))
+            assert result.stdout == "ok\n"
+            assert await sandbox.stat_file("calls/r/work/made.txt", working_directory=".")
+            await sandbox.reclaim("calls/r", working_directory=".", timeout=30)
+            assert await sandbox.stat_file("calls/r", working_directory=".") is None
+            with pytest.raises(ValueError):
+                await sandbox.reclaim("../../etc", working_directory=".", timeout=30)
+        finally:
+            await backend.dispose(key, kind=spec.kind)
+
+    run(go())

@@ -13,17 +13,24 @@ with_maf_launch(backend) is the backend, passed through in everything but two th
   without the host-tool surface, which maf-sandbox allows only beside HOST_TOOLS), and an
   image with no shell (maf-launch/python-noshell) is acquired. What the channel needs
   instead (maf-launch and python-portable-v1) it checks itself, at prepare. The router's own
-  checks still see the spec as the kind wrote it.
+  checks still see the spec as the kind wrote it. maf-sandbox-docker's `reclaim` (a host that
+  reuses sandboxes cleans a call's directory with it) runs `rm -rf` in the guest; where the
+  image has no `rm` (exit 126 or 127), the wrapper's sandbox makes the same removal with
+  `maf-launch reclaim --run-dir DIR` (no symlink followed, no mount crossed) and checks through
+  the engine that it is gone, as that backend checks.
 Every other attribute and method is the backend's own."""
 from __future__ import annotations
 
 import dataclasses
+import posixpath
+import weakref
 from typing import TYPE_CHECKING, Any, Optional
 
 from maf_sandbox import BackendDeclarations, Capability
+from maf_sandbox.paths import confine_resolve_guest_path, resolve_guest_working_directory
 
 from .channel import MafLaunchChannel
-from .serving import DEFAULT_LAUNCHER
+from .serving import DEFAULT_LAUNCHER, engine_backend
 
 if TYPE_CHECKING:
     from maf_sandbox import SandboxKey, SandboxSpec
@@ -45,6 +52,8 @@ class MafLaunchBackend:
         self.backend = backend
         self.channel = channel or MafLaunchChannel(launcher=launcher,
                                                    calls_on_stream=_is_docker(backend))
+        self._sandboxes: "weakref.WeakKeyDictionary[Any, _ReclaimsWithoutAShell]" = \
+            weakref.WeakKeyDictionary()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.backend, name)
@@ -64,15 +73,67 @@ class MafLaunchBackend:
         return dataclasses.replace(theirs, program_channels=(self.channel, *others))
 
     async def acquire(self, key: SandboxKey, spec: SandboxSpec) -> Any:
-        if _is_docker(self.backend) and spec.requires & _SERVED_WITHOUT_A_SHELL:
+        if not _is_docker(self.backend):
+            return await self.backend.acquire(key, spec)
+        if spec.requires & _SERVED_WITHOUT_A_SHELL:
             # The surface goes with the capability: maf-sandbox refuses a spec whose host_tools
             # is set and whose requires lacks HOST_TOOLS (maf-sandbox-codeact's spec has both).
             spec = dataclasses.replace(spec, requires=spec.requires - _SERVED_WITHOUT_A_SHELL,
                                        host_tools=None)
-        return await self.backend.acquire(key, spec)
+        sandbox = await self.backend.acquire(key, spec)
+        try:
+            ours = self._sandboxes.get(sandbox)
+            if ours is None:
+                ours = self._sandboxes[sandbox] = _ReclaimsWithoutAShell(sandbox, self.channel,
+                                                                         spec)
+        except TypeError:       # no weak reference names it: handed on as it is
+            return sandbox
+        return ours
 
     def __repr__(self) -> str:
         return f"with_maf_launch({self.backend!r})"
+
+
+class _ReclaimsWithoutAShell:
+    """maf-sandbox-docker's sandbox, whose reclaim takes maf-launch where the image has no
+    `rm`; everything else is the sandbox's own."""
+
+    def __init__(self, sandbox: Any, channel: MafLaunchChannel, spec: SandboxSpec) -> None:
+        self._sandbox = sandbox
+        self._channel = channel
+        self._base = spec.work_dir if spec.work_dir is not None else "/maf-sandbox/work"
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._sandbox, name)
+
+    async def reclaim(self, directory: str, *, working_directory: str, timeout: float) -> None:
+        try:
+            await self._sandbox.reclaim(directory, working_directory=working_directory,
+                                        timeout=timeout)
+            return
+        except OSError as e:
+            if "rm exited 126" not in str(e) and "rm exited 127" not in str(e):
+                raise
+            refused = e
+        # The same target, by the same rules, as the backend's own reclaim.
+        working = resolve_guest_working_directory(working_directory, self._base)
+        target = directory
+        if not posixpath.isabs(target):
+            target = confine_resolve_guest_path(target, working)
+        if posixpath.normpath(target) != target or target.count("/") < 2:
+            raise refused
+        # maf-launch where prepare found (or put) it in this sandbox.
+        looked = self._channel._by_instance.get(str(getattr(self._sandbox, "instance_id", "")))
+        launcher = looked.launcher if looked is not None else self._channel.launcher
+        engine = await engine_backend(self._sandbox, launcher)
+        if engine is None:
+            raise refused
+        said = await engine.exec([launcher, "reclaim", "--run-dir", target],
+                                 working_directory="/", timeout=timeout)
+        if said.exit_code != 0 or await engine.stat_file(target.lstrip("/"),
+                                                          working_directory="/") is not None:
+            raise OSError(f"could not reclaim {target}: maf-launch reclaim exited "
+                          f"{said.exit_code}: {said.stderr.strip()}") from refused
 
 
 def with_maf_launch(backend: Any, channel: Optional[MafLaunchChannel] = None, *,

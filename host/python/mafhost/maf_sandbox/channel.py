@@ -23,6 +23,8 @@ container_name and the engine answers here), else by relay over the sandbox's ow
 from __future__ import annotations
 
 import asyncio
+import collections
+import dataclasses
 import hashlib
 import json
 import logging
@@ -42,6 +44,7 @@ from maf_sandbox.run_activity import SandboxRunActivity
 
 from .._run import _Sandbox, _serve, _Spec
 from . import answerer
+from ..docker import DockerSandbox
 from .serving import DEFAULT_LAUNCHER, LOOK_MAX_S, engine_backend, has_launcher, outcome
 
 if TYPE_CHECKING:
@@ -90,6 +93,8 @@ _MAKE_EXECUTABLE = (
 )
 # Where a launcher put in the guest goes, below the storage base.
 _INSTALLED = ".maf-launch"
+# The sandbox instances whose look prepare() keeps (the least recently used go first).
+_GUESTS_KEPT = 256
 # The guest API module's ceiling, as maf-sandbox's channel has one for its shim.
 _GUEST_API_LIMIT = 128 * 1024
 # What a run reads back beside the output: the exit marker and record, the launch line.
@@ -149,6 +154,10 @@ class MafLaunchChannel:
     calls_on_stream: bool = False
     install_from: Optional[str] = None
     library: Optional[Library] = field(default=None, compare=False, repr=False)
+    # What prepare() learned, by sandbox instance (a backend may hand out a new object for the
+    # same instance at each acquire), else by the sandbox object itself.
+    _by_instance: "collections.OrderedDict[str, _Guest]" = field(
+        default_factory=collections.OrderedDict, compare=False, repr=False)
     _guests: "weakref.WeakKeyDictionary[Any, _Guest]" = field(
         default_factory=weakref.WeakKeyDictionary, compare=False, repr=False)
 
@@ -192,13 +201,24 @@ class MafLaunchChannel:
 
     async def _guest(self, sandbox: MafSandbox) -> _Guest:
         """What prepare() learns of sandbox: looked at once per sandbox instance."""
-        instance = str(getattr(sandbox, "instance_id", ""))
-        try:
-            known = self._guests.get(sandbox)
-        except TypeError:      # a sandbox object no weak reference can name: looked at anew
-            known = None
-        if known is not None and known.instance == instance:
-            return known
+        instance = str(getattr(sandbox, "instance_id", "") or "")
+        known: Optional[_Guest] = None
+        if instance:
+            known = self._by_instance.get(instance)
+            if known is not None:
+                self._by_instance.move_to_end(instance)
+                if not isinstance(known.backend, DockerSandbox) and known.backend is not sandbox:
+                    # Served by relay: through this object, the instance's newest.
+                    known = dataclasses.replace(known, backend=sandbox)
+                    self._by_instance[instance] = known
+                return known
+        else:
+            try:
+                known = self._guests.get(sandbox)
+            except TypeError:      # no weak reference can name it: looked at anew
+                known = None
+            if known is not None:
+                return known
         said = await sandbox.exec([self.interpreter, "-c", _PROBE], working_directory=".",
                                   timeout=_PROBE_TIMEOUT)
         lines = said.stdout.splitlines() if said.exit_code == 0 else []
@@ -215,10 +235,15 @@ class MafLaunchChannel:
                 there = False      # a sandbox whose exec raises for a missing program
         launcher = self.launcher if there else await self._put_in(backend, base)
         guest = _Guest(instance, base, backend, launcher)
-        try:
-            self._guests[sandbox] = guest
-        except TypeError:
-            pass
+        if instance:
+            self._by_instance[instance] = guest
+            while len(self._by_instance) > _GUESTS_KEPT:
+                self._by_instance.popitem(last=False)
+        else:
+            try:
+                self._guests[sandbox] = guest
+            except TypeError:
+                pass
         return guest
 
     async def _put_in(self, backend: Any, base: str) -> str:
