@@ -148,28 +148,33 @@ def engine():
         pytest.skip(why)
 
 
-def test_conformance_on_maf_sandbox_docker_with_python_noshell(engine):
+async def on_docker(agent, channel, use):
+    """use(backend, sandbox) on a sandbox maf-sandbox-docker 0.29 acquires from python-noshell
+    through with_maf_launch (channel, or the wrapper's own), disposed of after."""
     from maf_sandbox_docker import DockerSandboxBackend, DockerSandboxConfig
 
-    backend = with_maf_launch(DockerSandboxBackend(DockerSandboxConfig()))
-    assert backend.declarations.program_channels[0] is backend.channel
-    assert backend.channel.calls_on_stream
+    backend = with_maf_launch(DockerSandboxBackend(DockerSandboxConfig()), channel)
     key = SandboxKey(scope=f"maf-launch-{uuid.uuid4().hex[:8]}", thread_id="t",
-                     agent_id="conformance")
+                     agent_id=agent)
     spec = SandboxSpec(kind="maf-launch", image=IMAGE, work_dir="/runs",
                        requires=frozenset({Capability.EXEC, Capability.FILES_IN,
                                            Capability.FILES_OUT, Capability.HOST_TOOLS}),
                        program=ProgramRequirements())
+    sandbox = await backend.acquire(key, spec)
+    try:
+        return await use(backend, sandbox)
+    finally:
+        await backend.dispose(key, kind=spec.kind)
 
-    async def go():
-        sandbox = await backend.acquire(key, spec)
-        try:
-            await assert_program_channel_conformance(sandbox, backend.channel,
-                                                     guest_call_path="calls/c", timeout=60)
-        finally:
-            await backend.dispose(key, kind=spec.kind)
 
-    run(go())
+def test_conformance_on_maf_sandbox_docker_with_python_noshell(engine):
+    async def use(backend, sandbox):
+        assert backend.declarations.program_channels[0] is backend.channel
+        assert backend.channel.calls_on_stream
+        await assert_program_channel_conformance(sandbox, backend.channel,
+                                                 guest_call_path="calls/c", timeout=60)
+
+    run(on_docker("conformance", None, use))
 
 
 def test_a_guest_without_maf_launch_gets_this_hosts_put_in(tmp_path):
@@ -203,29 +208,15 @@ def test_a_launcher_that_cannot_be_made_executable_is_said_at_prepare(tmp_path):
 
 
 def test_a_container_without_maf_launch_at_the_path_gets_one_through_the_engine(engine):
-    from maf_sandbox_docker import DockerSandboxBackend, DockerSandboxConfig
-
     channel = MafLaunchChannel(launcher="/opt/nowhere/maf-launch", calls_on_stream=True,
                                install_from=LAUNCHER)
-    backend = with_maf_launch(DockerSandboxBackend(DockerSandboxConfig()), channel)
-    key = SandboxKey(scope=f"maf-launch-{uuid.uuid4().hex[:8]}", thread_id="t",
-                     agent_id="install")
-    spec = SandboxSpec(kind="maf-launch", image=IMAGE, work_dir="/runs",
-                       requires=frozenset({Capability.EXEC, Capability.FILES_IN,
-                                           Capability.FILES_OUT, Capability.HOST_TOOLS}),
-                       program=ProgramRequirements())
 
-    async def go():
-        sandbox = await backend.acquire(key, spec)
-        try:
-            await assert_program_channel_conformance(sandbox, channel,
-                                                     guest_call_path="calls/c", timeout=60)
-            return channel._by_instance[sandbox.instance_id].launcher
-        finally:
-            await backend.dispose(key, kind=spec.kind)
+    async def use(backend, sandbox):
+        await assert_program_channel_conformance(sandbox, channel, guest_call_path="calls/c",
+                                                 timeout=60)
+        return channel._by_instance[sandbox.instance_id].launcher
 
-    assert run(go()).startswith("/runs/.maf-launch/maf-launch-")
-
+    assert run(on_docker("install", channel, use)).startswith("/runs/.maf-launch/maf-launch-")
 
 def test_these_tests_run_in_a_plain_chroot():
     """make upstream-current enters the Debian 13 root as a plain chroot enters it (its / is
@@ -281,31 +272,17 @@ def test_reclaim_on_an_image_without_rm(engine):
     """maf-sandbox-docker's reclaim runs `rm -rf` in the guest; python-noshell has no `rm`,
     and the wrapper's sandbox makes the removal with maf-launch instead, checked through the
     engine, so a host that reuses sandboxes keeps its container."""
-    from maf_sandbox_docker import DockerSandboxBackend, DockerSandboxConfig
+    async def use(backend, sandbox):
+        await backend.channel.prepare(sandbox, ProgramRequirements())
+        result = await backend.channel.run(
+            sandbox, "open('made.txt', 'w').write('x')\nprint('ok')",
+            requirements=ProgramRequirements(), guest_call_path="calls/r", timeout=30,
+            policy=HostToolRun(registry_with_add()))
+        assert result.stdout == "ok\n"
+        assert await sandbox.stat_file("calls/r/work/made.txt", working_directory=".")
+        await sandbox.reclaim("calls/r", working_directory=".", timeout=30)
+        assert await sandbox.stat_file("calls/r", working_directory=".") is None
+        with pytest.raises(ValueError):
+            await sandbox.reclaim("../../etc", working_directory=".", timeout=30)
 
-    backend = with_maf_launch(DockerSandboxBackend(DockerSandboxConfig()))
-    key = SandboxKey(scope=f"maf-launch-{uuid.uuid4().hex[:8]}", thread_id="t",
-                     agent_id="reclaim")
-    spec = SandboxSpec(kind="maf-launch", image=IMAGE, work_dir="/runs",
-                       requires=frozenset({Capability.EXEC, Capability.FILES_IN,
-                                           Capability.FILES_OUT, Capability.HOST_TOOLS}),
-                       program=ProgramRequirements())
-
-    async def go():
-        sandbox = await backend.acquire(key, spec)
-        try:
-            await backend.channel.prepare(sandbox, ProgramRequirements())
-            result = await backend.channel.run(
-                sandbox, "open('made.txt', 'w').write('x')\nprint('ok')",
-                requirements=ProgramRequirements(), guest_call_path="calls/r", timeout=30,
-                policy=HostToolRun(registry_with_add()))
-            assert result.stdout == "ok\n"
-            assert await sandbox.stat_file("calls/r/work/made.txt", working_directory=".")
-            await sandbox.reclaim("calls/r", working_directory=".", timeout=30)
-            assert await sandbox.stat_file("calls/r", working_directory=".") is None
-            with pytest.raises(ValueError):
-                await sandbox.reclaim("../../etc", working_directory=".", timeout=30)
-        finally:
-            await backend.dispose(key, kind=spec.kind)
-
-    run(go())
+    run(on_docker("reclaim", None, use))
