@@ -13,6 +13,7 @@
 #include <linux/capability.h>
 
 #include "cover.h"
+#include "kstatx.h"
 #include "protocol.h"
 
 /* The mount API's numbers are alike on every architecture (424 on); Debian 12's headers
@@ -39,23 +40,6 @@
 #define COVER_SYS_statmount 457
 #define COVER_MNT_ID_REQ_SIZE 24
 #define COVER_STATMOUNT_MNT_BASIC 0x2u
-
-/* The kernel's struct statx, declared here because musl 1.2.3 has none. */
-struct cover_statx {
-	uint32_t mask, blksize;
-	uint64_t attributes;
-	uint32_t nlink, uid, gid;
-	uint16_t mode, spare0;
-	uint64_t ino, size, blocks, attributes_mask;
-	struct {
-		int64_t sec;
-		uint32_t nsec;
-		int32_t reserved;
-	} atime, btime, ctime, mtime;
-	uint32_t rdev_major, rdev_minor, dev_major, dev_minor;
-	uint64_t mnt_id;
-	uint64_t spare2[13];
-};
 
 struct cover_mnt_id_req {
 	uint32_t size, spare;
@@ -153,7 +137,7 @@ static int make_way(int dirfd, const char *rest)
  * *prop. Returns 0, or -errno: -ENOSYS before Linux 6.8. */
 static int propagation(const char *path, uint64_t *prop)
 {
-	struct cover_statx sx;
+	struct mafl_statx sx;
 	struct cover_mnt_id_req req = {.size = COVER_MNT_ID_REQ_SIZE,
 				       .param = COVER_STATMOUNT_MNT_BASIC};
 	struct cover_statmount sm;

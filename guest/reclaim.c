@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "kstatx.h"
 #include "protocol.h"
 #include "util.h"
 
@@ -49,24 +50,6 @@
 #define RECLAIM_DEPTH_MAX 64
 #define RECLAIM_REPORT_MAX 20	/* lines naming what was left; then a count */
 #define RECLAIM_EXIT_LEFT 1
-
-/* The kernel's struct statx (256 bytes), declared here because musl 1.2.3 has none and
- * glibc's and the kernel's headers clash. */
-struct kstatx {
-	uint32_t mask, blksize;
-	uint64_t attributes;
-	uint32_t nlink, uid, gid;
-	uint16_t mode, spare0;
-	uint64_t ino, size, blocks, attributes_mask;
-	struct {
-		int64_t sec;
-		uint32_t nsec;
-		int32_t reserved;
-	} atime, btime, ctime, mtime;
-	uint32_t rdev_major, rdev_minor, dev_major, dev_minor;
-	uint64_t mnt_id;
-	uint64_t spare2[13];
-};
 
 /* What reclaim needs to know of one entry. */
 struct node {
@@ -91,7 +74,7 @@ struct reclaim {
 
 static int look(int dirfd, const char *name, int flags, struct node *n)
 {
-	struct kstatx sx;
+	struct mafl_statx sx;
 	struct stat st;
 
 	memset(n, 0, sizeof(*n));
