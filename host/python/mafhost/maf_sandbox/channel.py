@@ -45,7 +45,8 @@ from maf_sandbox.run_activity import SandboxRunActivity
 from .._run import _Sandbox, _serve, _Spec
 from . import answerer
 from ..docker import DockerSandbox
-from .serving import DEFAULT_LAUNCHER, LOOK_MAX_S, engine_backend, has_launcher, outcome
+from .serving import (DEFAULT_LAUNCHER, LOOK_MAX_S, answers_version, engine_backend,
+                      has_launcher, outcome)
 
 if TYPE_CHECKING:
     from maf_sandbox import HostToolPolicy, SandboxSpec
@@ -114,16 +115,6 @@ class _Guest:
 def _launcher_here(given: Optional[str]) -> Optional[str]:
     """The static maf-launch on this host to put in a guest that has none."""
     return given or os.environ.get("MAFHOST_LAUNCHER") or shutil.which("maf-launch")
-
-
-async def _runs(backend: Any, launcher: str) -> bool:
-    """Whether launcher answers `--version` over backend's exec (has_launcher only looks at
-    the file through the engine: a file on a noexec mount is there and does not run)."""
-    said = await backend.exec([launcher, "--version"], working_directory="/",
-                              timeout=_PROBE_TIMEOUT)
-    out = getattr(said, "stdout", "")
-    return getattr(said, "exit_code", None) == 0 and isinstance(out, str) and \
-        out.startswith("maf-launch ")
 
 
 def _unsupported(requirements: ProgramRequirements, profiles: frozenset[str]) -> bool:
@@ -272,7 +263,9 @@ class MafLaunchChannel:
             log.info("host tools: putting maf-launch (%s) in the guest at %s", source, target)
             await backend.write_file(target.lstrip("/"), data, working_directory="/")
             how = await look()
-        if how != "ok" or not await _runs(backend, target):
+        # An exec, not has_launcher's look through the engine: a file on a noexec mount is
+        # there and does not run.
+        if how != "ok" or not await answers_version(backend, target, _PROBE_TIMEOUT):
             raise ValueError(
                 f"maf-launch could not be made executable at {target} in the guest ({how}): "
                 "bake it into the image at /usr/local/bin/maf-launch (COPY --from="

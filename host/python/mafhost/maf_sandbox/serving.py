@@ -52,6 +52,11 @@ async def has_launcher(backend: Sandbox, launcher: str, budget: float) -> bool:
     walk every parent directory, and an exec is what the run needs to work anyway)."""
     if isinstance(backend, DockerSandbox) and launcher.startswith("/"):
         return await backend.stat_file(launcher.lstrip("/"), working_directory="/") is not None
+    return await answers_version(backend, launcher, budget)
+
+
+async def answers_version(backend: Any, launcher: str, budget: float) -> bool:
+    """Whether launcher answers `maf-launch --version` over backend's exec."""
     said = await backend.exec([launcher, "--version"], working_directory="/", timeout=budget)
     out = getattr(said, "stdout", "")
     return getattr(said, "exit_code", None) == 0 and isinstance(out, str) and \
