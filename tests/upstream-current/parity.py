@@ -12,10 +12,11 @@ acquired by the call and disposed after it, the router's default cleanup), invok
 agent framework invokes a tool (FunctionTool.invoke). What comes back is an Outcome: what the
 model is given, the records, what the tool bodies received and what is left of the sandbox.
 
-Used by test_parity.py."""
+Used by test_parity.py, and by agent.py."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
 import logging
 import os
@@ -25,7 +26,10 @@ import subprocess
 import uuid
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from pathlib import Path
+from typing import Any, Callable, Iterator, Optional
+
+import pytest
 
 from maf_sandbox import (CallerContext, HostToolRegistry, Isolation, ProgramRequirements,
                          SandboxObserver, SandboxRouter)
@@ -35,13 +39,19 @@ from mafhost.maf_sandbox import with_maf_launch
 
 from conftest import ROOT
 
+
+def by_path(name: str, path: Path) -> Any:
+    """The module at path, imported under name without putting its folder on sys.path."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 # tests/upstream/shell_image.py, by its path: that folder's other modules share names with
 # this one's (conftest, local_sandbox).
-_spec = importlib.util.spec_from_file_location(
-    "shell_image", ROOT / "tests" / "upstream" / "shell_image.py")
-assert _spec is not None and _spec.loader is not None
-shell_image = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(shell_image)
+shell_image = by_path("shell_image", ROOT / "tests" / "upstream" / "shell_image.py")
 
 PREFIX = os.environ.get("MAF_IMAGE_PREFIX", "maf-launch")
 NOSHELL_IMAGE = f"{PREFIX}/python-noshell"
@@ -79,6 +89,23 @@ def remove_shell_image() -> None:
     shell_image.remove(SHELL_IMAGE)
 
 
+@contextlib.contextmanager
+def docker_side() -> Iterator[None]:
+    """For a fixture that runs both ways: skips its tests where engine_missing() says the
+    Docker side cannot run here (fails them under REQUIRE_DOCKER=1), and removes the image with
+    a shell after them where it was built for them."""
+    why, built = engine_missing()
+    if why:
+        if os.environ.get("REQUIRE_DOCKER") == "1":
+            pytest.fail(f"REQUIRE_DOCKER=1 and {why}", pytrace=False)
+        pytest.skip(why)
+    try:
+        yield
+    finally:
+        if built:
+            remove_shell_image()
+
+
 class RunEnds(logging.Handler):
     """How each maf-launch run ended, by run directory, from the mafhost logger's line."""
 
@@ -92,14 +119,21 @@ class RunEnds(logging.Handler):
 
 
 class Recorder(SandboxObserver):
-    """Every record handed to this observer, in order."""
+    """Every record handed to this observer, in order; each handed on to `then` too, where
+    there is one (a router and a registry take one observer each)."""
 
-    def __init__(self) -> None:
+    def __init__(self, then: Optional[SandboxObserver] = None) -> None:
         self.events: list[Any] = []
+        self.then = then
+
+    def keep(self, event: Any) -> None:
+        self.events.append(event)
+        if self.then is not None:
+            event.deliver_to(self.then)
 
 
 for _method in [m for m in vars(SandboxObserver) if not m.startswith("_")]:
-    setattr(Recorder, _method, lambda self, event: self.events.append(event))
+    setattr(Recorder, _method, lambda self, event: self.keep(event))
 
 
 @dataclass
@@ -207,9 +241,9 @@ class Ways:
     """One router a way, over its own DockerSandboxBackend; every call on a conversation of
     its own under one scope, all disposed by close()."""
 
-    def __init__(self) -> None:
+    def __init__(self, then: Optional[dict[str, SandboxObserver]] = None) -> None:
         self.scope = f"maf-parity-{uuid.uuid4().hex[:8]}"
-        self.recorders = {way: Recorder() for way in WAYS}
+        self.recorders = {way: Recorder((then or {}).get(way)) for way in WAYS}
         backends = {UPSTREAM: DockerSandboxBackend(DockerSandboxConfig()),
                     OURS: with_maf_launch(DockerSandboxBackend(DockerSandboxConfig()))}
         self.routers = {way: SandboxRouter([backends[way]], min_isolation=Isolation.CONTAINER,
@@ -217,13 +251,13 @@ class Ways:
         self.threads: list[tuple[str, str]] = []
         self.ends = RunEnds()
 
-    async def execute(self, way: str, case: Case) -> Outcome:
+    def tool(self, way: str, case: Case, log: list, recorder: SandboxObserver) -> tuple:
+        """(the conversation, case's execute_code tool on it): a conversation of its own, and a
+        registry of its own, built by case.registry(log, recorder)."""
         from maf_sandbox_codeact import make_codeact_tools
 
         thread = f"{way}-{len(self.threads)}"
         self.threads.append((way, thread))
-        log: list = []
-        recorder = Recorder()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             registry = case.registry(log, recorder)
@@ -233,6 +267,12 @@ class Ways:
             self.routers[way], "parity", context, host_tools=registry, image=IMAGES[way],
             exec_timeout_seconds=case.timeout,
             program=ProgramRequirements(host_tool_timeout_seconds=case.host_tool_timeout))
+        return thread, tool
+
+    async def execute(self, way: str, case: Case) -> Outcome:
+        log: list = []
+        recorder = Recorder()
+        thread, tool = self.tool(way, case, log, recorder)
         routed = self.recorders[way].events
         first = len(routed)
         loop = asyncio.get_running_loop()
