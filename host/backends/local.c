@@ -16,7 +16,14 @@
 struct local {
 	char *launcher;
 	long pid;                       /* in temporary names; read once (O_EXCL keeps them apart) */
+	struct mafh__local_enter enter; /* the sandbox entered; its pid 0: this machine */
 };
+
+/* What the ops enter: NULL for this machine. */
+static const struct mafh__local_enter *entered(const struct local *l)
+{
+	return l->enter.pid ? &l->enter : NULL;
+}
 
 /* The slot's state, made when an op first needs one. NULL when out of memory. */
 static struct mafh__local_state *state_of(void **state)
@@ -36,16 +43,17 @@ static int local_start(void *ctx, void **state, const struct mafh_op *op, int64_
 	*task = NULL;
 	switch (op->kind) {
 	case MAFH_OP_EXEC:
-		return mafh__local_exec_start(op, now_ms, t, res);
+		return mafh__local_exec_start(entered(l), op, now_ms, t, res);
 	case MAFH_OP_WRITE:
-		res->error = mafh__local_write_file(l->pid, op->path, op->data, op->len,
-						    op->replaces, &res->detail);
+		res->error = mafh__local_write_file(l->enter.root, l->pid, op->path, op->data,
+						    op->len, op->replaces, &res->detail);
 		return 0;
 	case MAFH_OP_READ:
-		res->error = mafh__local_read_file(op->path, op->cap, &res->read, &res->detail);
+		res->error = mafh__local_read_file(l->enter.root, op->path, op->cap, &res->read,
+						   &res->detail);
 		return 0;
 	case MAFH_OP_STAT:
-		res->error = mafh__local_stat(op->path, &res->stat, &res->detail);
+		res->error = mafh__local_stat(l->enter.root, op->path, &res->stat, &res->detail);
 		return 0;
 	case MAFH_OP_WAIT_UNTIL:
 		/* Only a wait on a directory keeps watches in the slot. */
@@ -62,7 +70,7 @@ static int local_start(void *ctx, void **state, const struct mafh_op *op, int64_
 		st = state_of(state);
 		if (!st)
 			break;
-		return mafh__local_stream_start(st, op, now_ms, t, res);
+		return mafh__local_stream_start(entered(l), st, op, now_ms, t, res);
 	default:
 		res->error = mafh__error_set(&res->detail, MAFH_EINVAL, "the local backend performs "
 					     "no %s op", mafh_op_kind_name(op->kind));
@@ -148,25 +156,56 @@ static void local_destroy(void *ctx)
 
 	if (!l)
 		return;
+	mafh__local_enter_close(&l->enter);
 	free(l->launcher);
 	free(l);
 }
 
-int mafh_backend_local_new(const char *launcher_path, struct mafh_backend **out)
+/* A local backend; entering process pid's sandbox where pid > 0. */
+static int local_new(const char *launcher_path, int pid, struct mafh_backend **out,
+		     struct mafh_error *err)
 {
 	struct local *l = calloc(1, sizeof(*l));
+	unsigned caps = MAFH_CAP_EXEC | MAFH_CAP_FILES_IN | MAFH_CAP_FILES_OUT |
+			MAFH_CAP_DETACHED_EXEC | MAFH_CAP_BLOCKING_EXEC | MAFH_CAP_STREAM |
+			MAFH_CAP_EXEC_STDIN;
+	int rc;
 
 	*out = NULL;
 	if (!l)
-		return MAFH_ENOMEM;
+		return mafh__error_set(err, MAFH_ENOMEM, "out of memory");
+	l->enter.root = l->enter.pidfd = l->enter.cgroup = -1;
 	l->launcher = strdup(launcher_path ? launcher_path : "maf-launch");
 	l->pid = (long)getpid();
 	if (!l->launcher) {
 		local_destroy(l);
-		return MAFH_ENOMEM;
+		return mafh__error_set(err, MAFH_ENOMEM, "out of memory");
 	}
-	return mafh__backend_new_nb(MAFH_CAP_EXEC | MAFH_CAP_FILES_IN | MAFH_CAP_FILES_OUT |
-				    MAFH_CAP_DETACHED_EXEC | MAFH_CAP_BLOCKING_EXEC |
-				    MAFH_CAP_WAIT_CHANGE | MAFH_CAP_STREAM | MAFH_CAP_EXEC_STDIN,
-				    l->launcher, l, local_destroy, &local_nb, out);
+	if (pid > 0) {
+		rc = mafh__local_enter_open(pid, &l->enter, err);
+		if (rc < 0) {
+			local_destroy(l);
+			return rc;
+		}
+	} else {
+		/* The watches are this machine's paths (local_wait.c). */
+		caps |= MAFH_CAP_WAIT_CHANGE;
+	}
+	rc = mafh__backend_new_nb(caps, l->launcher, l, local_destroy, &local_nb, out);
+	return rc < 0 ? mafh__error_set(err, rc, "out of memory") : rc;
+}
+
+int mafh_backend_local_new(const char *launcher_path, struct mafh_backend **out)
+{
+	return local_new(launcher_path, 0, out, NULL);
+}
+
+int mafh_backend_local_enter_new(const char *launcher_path, int pid, struct mafh_backend **out,
+				 struct mafh_error *err)
+{
+	if (pid <= 0) {
+		*out = NULL;
+		return mafh__error_set(err, MAFH_EINVAL, "no process %d to enter", pid);
+	}
+	return local_new(launcher_path, pid, out, err);
 }

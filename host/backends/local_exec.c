@@ -87,6 +87,12 @@ static void child_says(const char *what, const char *why)
 void mafh__local_child(const char *const *argv, const char *cwd, int in_fd, int out_fd,
 		       int err_fd)
 {
+	mafh__local_child_in(argv, cwd, in_fd, out_fd, err_fd, 1);
+}
+
+void mafh__local_child_in(const char *const *argv, const char *cwd, int in_fd, int out_fd,
+			  int err_fd, int own_group)
+{
 	sigset_t all;
 	int in = in_fd >= 0 ? in_fd : open("/dev/null", O_RDONLY | O_CLOEXEC);
 	const char *msg;
@@ -106,7 +112,8 @@ void mafh__local_child(const char *const *argv, const char *cwd, int in_fd, int 
 	sigemptyset(&all);
 	sigprocmask(SIG_SETMASK, &all, NULL);
 	/* Its own process group, so a timeout can end whatever it started in it. */
-	setpgid(0, 0);
+	if (own_group)
+		setpgid(0, 0);
 	execvp(argv[0], (char *const *)argv);
 	msg = errno == ENOENT ? ": command not found\n" : ": cannot execute\n";
 	if (write(2, argv[0], strlen(argv[0])) < 0 || write(2, msg, strlen(msg)) < 0)
@@ -181,7 +188,8 @@ static int64_t later(int64_t now, int64_t ms)
 	return ms > INT64_MAX - now ? INT64_MAX : now + ms;
 }
 
-int mafh__local_exec_start(const struct mafh_op *op, int64_t now, struct mafh__local_task **task,
+int mafh__local_exec_start(const struct mafh__local_enter *enter, const struct mafh_op *op,
+			   int64_t now, struct mafh__local_task **task,
 			   struct mafh_op_result *res)
 {
 	const char *const *argv = op->argv;
@@ -210,7 +218,7 @@ int mafh__local_exec_start(const struct mafh_op *op, int64_t now, struct mafh__l
 	}
 	if (pipe2(opipe, O_CLOEXEC) < 0 || pipe2(epipe, O_CLOEXEC) < 0)
 		goto fail;
-	t->pid = mafh__local_spawn(argv, op->cwd, in_fd, opipe[1], epipe[1]);
+	t->pid = mafh__local_spawn_in(enter, argv, op->cwd, in_fd, opipe[1], epipe[1]);
 	if (t->pid < 0)
 		goto fail;
 	setpgid(t->pid, t->pid);	/* both sides, so a timeout's kill(-pid) never races it */

@@ -16,8 +16,8 @@
 #include "internal.h"
 #include "local.h"
 
-int mafh__local_open_parent(const char *path, int create, char *copy, size_t copy_size,
-			    const char **base)
+int mafh__local_open_parent(int root, const char *path, int create, char *copy,
+			    size_t copy_size, const char **base)
 {
 	char *p, *slash;
 	int dfd, nfd;
@@ -42,7 +42,16 @@ int mafh__local_open_parent(const char *path, int create, char *copy, size_t cop
 		struct open_how how = {.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
 				       .resolve = RESOLVE_NO_SYMLINKS};
 
-		dfd = (int)syscall(SYS_openat2, AT_FDCWD, copy[0] ? copy : "/", &how, sizeof(how));
+		/* Below another process's root: resolved as if it were /, no magic link
+		 * (/proc/N/root, /proc/N/fd/M) leading out of it. */
+		if (root >= 0) {
+			how.resolve |= RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+			dfd = (int)syscall(SYS_openat2, root, copy[0] ? copy + 1 : ".", &how,
+					   sizeof(how));
+		} else {
+			dfd = (int)syscall(SYS_openat2, AT_FDCWD, copy[0] ? copy : "/", &how,
+					   sizeof(how));
+		}
 		if (dfd >= 0) {
 			*slash = '/';
 			return dfd;
@@ -50,7 +59,8 @@ int mafh__local_open_parent(const char *path, int create, char *copy, size_t cop
 		if (errno == ELOOP || errno == ENOTDIR || (errno == ENOENT && !create))
 			return -1;
 	}
-	dfd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	dfd = root >= 0 ? openat(root, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+			: open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return -1;
 	for (p = copy; *p;) {
@@ -99,7 +109,7 @@ int mafh__local_open_parent(const char *path, int create, char *copy, size_t cop
 	return dfd;
 }
 
-static int write_fresh(long pid, const char *path, const void *data, size_t len,
+static int write_fresh(int root, long pid, const char *path, const void *data, size_t len,
 		       struct mafh_error *err)
 {
 	char copy[LOCAL_PATH_MAX], tmp[NAME_MAX + 1];
@@ -108,7 +118,7 @@ static int write_fresh(long pid, const char *path, const void *data, size_t len,
 	size_t done = 0;
 	int dfd, fd = -1, e, i;
 
-	dfd = mafh__local_open_parent(path, 1, copy, sizeof(copy), &base);
+	dfd = mafh__local_open_parent(root, path, 1, copy, sizeof(copy), &base);
 	if (dfd < 0) {
 		e = errno;
 		return mafh__error_set(err, -e, "cannot reach the directory of %s without "
@@ -173,7 +183,7 @@ fail:
  * opened (opening a device or FIFO can have effects of its own) and again once open
  * (mafp_call_file_hand_over: the same file). Anything else, or a failure before the rename,
  * writes path afresh. */
-int mafh__local_write_file(long pid, const char *path, const void *data, size_t len,
+int mafh__local_write_file(int root, long pid, const char *path, const void *data, size_t len,
 			   const char *donor, struct mafh_error *err)
 {
 	char copy[LOCAL_PATH_MAX];
@@ -186,10 +196,10 @@ int mafh__local_write_file(long pid, const char *path, const void *data, size_t 
 	    memcmp(donor, path, (size_t)(pslash - path)) != 0 || !dslash[1] ||
 	    strcmp(dslash + 1, ".") == 0 || strcmp(dslash + 1, "..") == 0 ||
 	    strcmp(dslash + 1, pslash + 1) == 0)
-		return write_fresh(pid, path, data, len, err);
-	dfd = mafh__local_open_parent(path, 0, copy, sizeof(copy), &base);
+		return write_fresh(root, pid, path, data, len, err);
+	dfd = mafh__local_open_parent(root, path, 0, copy, sizeof(copy), &base);
 	if (dfd < 0)
-		return write_fresh(pid, path, data, len, err);
+		return write_fresh(root, pid, path, data, len, err);
 	if (fstatat(dfd, dslash + 1, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode) ||
 	    st.st_nlink != 1)
 		goto fresh;
@@ -200,10 +210,10 @@ int mafh__local_write_file(long pid, const char *path, const void *data, size_t 
 	return 0;
 fresh:
 	close(dfd);
-	return write_fresh(pid, path, data, len, err);
+	return write_fresh(root, pid, path, data, len, err);
 }
 
-int mafh__local_read_file(const char *path, size_t cap, struct mafh_read_result *res,
+int mafh__local_read_file(int root, const char *path, size_t cap, struct mafh_read_result *res,
 			  struct mafh_error *err)
 {
 	char copy[LOCAL_PATH_MAX];
@@ -214,7 +224,7 @@ int mafh__local_read_file(const char *path, size_t cap, struct mafh_read_result 
 	int dfd, fd, e;
 
 	memset(res, 0, sizeof(*res));
-	dfd = mafh__local_open_parent(path, 0, copy, sizeof(copy), &base);
+	dfd = mafh__local_open_parent(root, path, 0, copy, sizeof(copy), &base);
 	if (dfd < 0) {
 		e = errno;
 		if (e == ENOENT) {
@@ -324,7 +334,7 @@ int mafh__local_read_file(const char *path, size_t cap, struct mafh_read_result 
 	return 0;
 }
 
-int mafh__local_stat(const char *path, struct mafh_stat *out, struct mafh_error *err)
+int mafh__local_stat(int root, const char *path, struct mafh_stat *out, struct mafh_error *err)
 {
 	char copy[LOCAL_PATH_MAX];
 	const char *base;
@@ -332,7 +342,7 @@ int mafh__local_stat(const char *path, struct mafh_stat *out, struct mafh_error 
 	int dfd, e;
 
 	memset(out, 0, sizeof(*out));
-	dfd = mafh__local_open_parent(path, 0, copy, sizeof(copy), &base);
+	dfd = mafh__local_open_parent(root, path, 0, copy, sizeof(copy), &base);
 	if (dfd < 0) {
 		e = errno;
 		if (e == ENOENT)

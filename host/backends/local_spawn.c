@@ -368,3 +368,18 @@ pid_t mafh__local_spawn(const char *const *argv, const char *cwd, int in_fd, int
 		mafh__local_child(argv, cwd, in_fd, out_fd, err_fd);
 	return pid;
 }
+
+pid_t mafh__local_spawn_in(const struct mafh__local_enter *enter, const char *const *argv,
+			   const char *cwd, int in_fd, int out_fd, int err_fd)
+{
+	pid_t pid;
+
+	if (!enter)
+		return mafh__local_spawn(argv, cwd, in_fd, out_fd, err_fd);
+	/* Entering takes setns, which posix_spawn cannot do in its child: a fork, whose copy
+	 * of this process the child leaves at its exec. */
+	pid = fork();
+	if (pid == 0)
+		mafh__local_enter_child(enter, argv, cwd, in_fd, out_fd, err_fd);
+	return pid;
+}

@@ -166,8 +166,8 @@ void mafh__local_stream_free(struct mafh__local_stream *s)
 	release(s);
 }
 
-static int stream_open(struct mafh__local_state *st, const char *const *argv, const char *cwd,
-		       struct mafh_error *err)
+static int stream_open(const struct mafh__local_enter *enter, struct mafh__local_state *st,
+		       const char *const *argv, const char *cwd, struct mafh_error *err)
 {
 	int in[2] = {-1, -1}, o[2] = {-1, -1}, e[2] = {-1, -1}, saved;
 	struct mafh__local_stream *s;
@@ -183,7 +183,7 @@ static int stream_open(struct mafh__local_state *st, const char *const *argv, co
 	snprintf(s->name, sizeof(s->name), "%s", argv[0]);
 	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(o, O_CLOEXEC) < 0 || pipe2(e, O_CLOEXEC) < 0)
 		goto fail;
-	s->pid = mafh__local_spawn(argv, cwd, in[0], o[1], e[1]);
+	s->pid = mafh__local_spawn_in(enter, argv, cwd, in[0], o[1], e[1]);
 	if (s->pid < 0)
 		goto fail;
 	setpgid(s->pid, s->pid);
@@ -292,7 +292,8 @@ static int close_step(struct stream_task *t, int64_t now)
 	return 1;
 }
 
-int mafh__local_stream_start(struct mafh__local_state *st, const struct mafh_op *op,
+int mafh__local_stream_start(const struct mafh__local_enter *enter,
+			     struct mafh__local_state *st, const struct mafh_op *op,
 			     int64_t now, struct mafh__local_task **task,
 			     struct mafh_op_result *res)
 {
@@ -301,7 +302,7 @@ int mafh__local_stream_start(struct mafh__local_state *st, const struct mafh_op 
 
 	*task = NULL;
 	if (op->kind == MAFH_OP_STREAM_OPEN) {
-		res->error = stream_open(st, op->argv, op->cwd, &res->detail);
+		res->error = stream_open(enter, st, op->argv, op->cwd, &res->detail);
 		return 0;
 	}
 	if (op->kind == MAFH_OP_STREAM_CLOSE && !st->stream)

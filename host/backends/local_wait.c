@@ -116,7 +116,7 @@ static int open_dir_nofollow(const char *path)
 
 	if (strcmp(path, "/") == 0)
 		return open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	dfd = mafh__local_open_parent(path, 0, copy, sizeof(copy), &base);
+	dfd = mafh__local_open_parent(-1, path, 0, copy, sizeof(copy), &base);
 	if (dfd < 0)
 		return -1;
 	fd = openat(dfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -273,7 +273,7 @@ static int any_exists_by_path(const char *dir, const char *const *names)
 	for (i = 0; names[i]; i++) {
 		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, names[i]) >= sizeof(path))
 			continue;
-		dfd = mafh__local_open_parent(path, 0, copy, sizeof(copy), &base);
+		dfd = mafh__local_open_parent(-1, path, 0, copy, sizeof(copy), &base);
 		if (dfd < 0)
 			continue;
 		found = fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0;

@@ -223,6 +223,28 @@ MAFH_API void mafh_backend_stream_close(struct mafh_backend *b, void *stream);
  * mafh_backend_free. */
 MAFH_API int mafh_backend_local_new(const char *launcher_path, struct mafh_backend **out);
 
+/* The local backend inside the sandbox process pid is in, as an engine's exec enters a
+ * container: for a sandbox without an engine (bubblewrap's, whose own exec serves one
+ * command at a time and kills what it leaves behind, so no run outlives it). Every command
+ * (exec, exec_input, a stream) joins pid's cgroup v2 group (where it is not this
+ * process's), then every namespace of pid's that is not this process's (user, mount, PID,
+ * network, IPC, UTS, cgroup, time), and runs there with no capability in any set (the
+ * bounding and ambient sets emptied) and no_new_privs, in pid's root, its working
+ * directory taken there; its stand-in on this side (a new PID namespace takes only
+ * children) shares its process group, waits for it and exits as it did, and the command
+ * dies with it. Paths are reached below pid's root (/proc/PID/root, opened now), with
+ * openat2's RESOLVE_IN_ROOT: never leaving it, by "..", a symlink or a magic link. Caps:
+ * those of mafh_backend_local_new but MAFH_CAP_WAIT_CHANGE (a run waits on the stream,
+ * else polls). Needs the privilege to enter pid (CAP_SYS_ADMIN over its user namespace,
+ * CAP_SYS_PTRACE to open its root: root on the host). The backend holds pid's pidfd,
+ * root and cgroup from now; a command started after pid has ended fails to enter (exit
+ * 125, the reason on stderr). Returns MAFH_EINVAL (no such process, its cgroup v2 group
+ * not reachable here) or the negative errno of what failed, with a sentence in err.
+ * launcher_path as for mafh_backend_local_new (a path in pid's root). The caller frees
+ * *out with mafh_backend_free. */
+MAFH_API int mafh_backend_local_enter_new(const char *launcher_path, int pid,
+					  struct mafh_backend **out, struct mafh_error *err);
+
 /* A wrapper that waits latency_ms before every operation of inner, to simulate a remote
  * backend. Over the library's own backends, the wait is a timer of the op's task (see
  * "driving from an event loop"), then the op is inner's: nothing blocks, and the ops of

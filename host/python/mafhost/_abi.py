@@ -235,6 +235,7 @@ PROTOTYPES = {
     "mafh_task_free": (None, [_P]),
     "mafh_backend_state_free": (None, [_P, _P]),
     "mafh_backend_local_new": (c_int, [c_char_p, POINTER(_P)]),
+    "mafh_backend_local_enter_new": (c_int, [c_char_p, c_int, POINTER(_P), POINTER(Error)]),
     "mafh_docker_options_init": (None, [POINTER(DockerOptions)]),
     "mafh_backend_docker_new": (c_int, [c_char_p, c_char_p, POINTER(DockerOptions),
                                         POINTER(_P), POINTER(Error)]),

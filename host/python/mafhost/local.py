@@ -15,7 +15,8 @@ import tempfile
 from typing import Optional, Sequence, Union
 
 from . import _abi
-from ._native import NativeBackend, NativeStream, OpArgs, OpOutcome, Slot, load_default
+from ._native import (NativeBackend, NativeStream, OpArgs, OpOutcome, Slot, error_from,
+                      load_default)
 from .errors import ConfigError, FileTooLarge
 from .sandbox import DIRECTORY, FILE, OTHER, SYMLINK, ExecResult, FileEntry
 
@@ -190,3 +191,35 @@ class LocalSandbox(NativeSandbox):
         """A fresh directory for a run (0700), below tmpdir."""
         base = os.path.realpath(self.tmpdir or tempfile.gettempdir())
         return tempfile.mkdtemp(prefix="mafhost-", dir=base)
+
+
+class EnteredSandbox(NativeSandbox):
+    """The sandbox surface inside the sandbox another process of this machine is in, as an
+    engine's exec enters a container: libmafhost's local backend entered into process pid
+    (mafh_backend_local_enter_new). Every command joins pid's cgroup v2 group and
+    namespaces and runs there with no capability and no_new_privs; every path is reached
+    below pid's root, never leaving it. For a sandbox whose own exec cannot hold a run
+    (bubblewrap's serves one command at a time and kills what it leaves behind).
+
+    launcher_path: maf-launch in that sandbox (a path below its root).
+    library: the mafhost.Library to use (default: mafhost.load()'s).
+    Making it (at the first op) needs root here; where pid cannot be entered, the first op
+    raises why: ConfigError (no such process, its cgroup v2 group not reachable from
+    here), BackendError (the rest)."""
+
+    def __init__(self, pid: int, *, launcher_path: str,
+                 library: Optional[_abi.Library] = None) -> None:
+        if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+            raise ConfigError(f"no process {pid!r} to enter")
+        self.pid = pid
+        self.launcher_path = launcher_path
+        launcher = os.fsencode(launcher_path)
+
+        def make(lib: _abi.Library) -> ctypes.c_void_p:
+            h, err = ctypes.c_void_p(), _abi.Error()
+            rc = lib.backend_local_enter_new(launcher, pid, ctypes.byref(h), ctypes.byref(err))
+            if rc < 0:
+                raise error_from(rc, err.message.decode("utf-8", "replace") or
+                                 lib.strerror_text(rc))
+            return h
+        super().__init__(NativeBackend(make), library)
