@@ -98,7 +98,7 @@ int cli_cmd_shim(int argc, char **argv);
 /* What report.c prints beside the library's result. */
 struct cli_report {
 	const struct mafh_run_result *res;
-	const char *backend;         /* "local", "docker:CONTAINER" */
+	const char *backend;         /* "local", "docker:CONTAINER", "enter:PID" */
 	long long engine_requests;   /* the Docker backend's requests to the engine; -1: none */
 	const char *transport;       /* the one the run ended on: "files", "wait", ... */
 	long long latency_ms;        /* --simulate-latency-ms, 0 if none */

@@ -41,8 +41,9 @@ struct run_args {
 	struct run_limit max_calls;
 	struct run_limit max_output_bytes;
 	struct run_limit max_response_bytes;
-	const char *backend;          /* "local" or "docker:CONTAINER", as given */
-	const char *container;        /* docker: CONTAINER (in backend); NULL for local */
+	const char *backend;          /* "local", "docker:CONTAINER" or "enter:PID", as given */
+	const char *container;        /* docker: CONTAINER (in backend); NULL otherwise */
+	int enter_pid;                /* enter: PID (> 0); 0 otherwise */
 	const char *launcher;         /* --launcher, or NULL: the backend's default */
 	unsigned long long latency_ms;
 	const char *transport;

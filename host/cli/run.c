@@ -41,7 +41,9 @@ struct run_cmd {
 	struct mafh_registry *reg;
 	struct mafh_backend *backend;
 	struct mafh_backend *docker;  /* the Docker backend in backend (borrowed), or NULL */
-	char *launcher;               /* local: the launcher looked for; docker: NULL */
+	char *launcher;               /* local, enter: the launcher looked for; docker: NULL */
+	char *where;                  /* docker, enter: "in the container C", "in the sandbox
+				       * of process N"; local: NULL */
 	struct mafh_run_options opts;
 	char *program;
 	size_t program_len;
@@ -278,9 +280,10 @@ static void build_registry(struct run_cmd *c)
 	}
 }
 
-/* The local or the Docker backend, behind the latency wrapper when asked. The local
- * launcher is looked at when the run starts (run_start), after every usage error; the
- * Docker backend asks the engine about the container now. */
+/* The local, the Docker or the entered backend, behind the latency wrapper when asked. The
+ * local launcher is looked at when the run starts (run_start), after every usage error; the
+ * Docker backend asks the engine about the container now, the entered one opens the
+ * process's pidfd, root and cgroup now. */
 static void build_backend(struct run_cmd *c)
 {
 	struct mafh_error err = {0};
@@ -294,15 +297,30 @@ static void build_backend(struct run_cmd *c)
 		if (rc < 0)
 			cli_die(CLI_EXIT_FAILURE, "%s", cli_sentence(&err, rc));
 		c->docker = c->backend;
+		if (asprintf(&c->where, "in the container %s", c->args.container) < 0)
+			cli_die(CLI_EXIT_FAILURE, "out of memory");
 	} else {
 		c->launcher = c->args.launcher ? strdup(c->args.launcher)
 					       : find_launcher(cli_argv0);
 		if (!c->launcher)
 			cli_die(CLI_EXIT_FAILURE, "out of memory");
-		rc = mafh_backend_local_new(c->launcher, &c->backend);
-		if (rc < 0)
-			cli_die(CLI_EXIT_FAILURE, "cannot make the local backend: %s",
-				mafh_strerror(rc));
+		if (c->args.enter_pid > 0) {
+			rc = mafh_backend_local_enter_new(c->launcher, c->args.enter_pid,
+							  &c->backend, &err);
+			if (rc == MAFH_ENOMEM)
+				cli_die(CLI_EXIT_FAILURE, "out of memory");
+			if (rc < 0)
+				cli_die(CLI_EXIT_FAILURE, "cannot enter the sandbox of process %d: %s",
+					c->args.enter_pid, cli_sentence(&err, rc));
+			if (asprintf(&c->where, "in the sandbox of process %d",
+				     c->args.enter_pid) < 0)
+				cli_die(CLI_EXIT_FAILURE, "out of memory");
+		} else {
+			rc = mafh_backend_local_new(c->launcher, &c->backend);
+			if (rc < 0)
+				cli_die(CLI_EXIT_FAILURE, "cannot make the local backend: %s",
+					mafh_strerror(rc));
+		}
 	}
 	if (c->args.latency_ms > 0) {
 		rc = mafh_backend_latency_new(c->backend, (int64_t)c->args.latency_ms,
@@ -438,9 +456,54 @@ static char *make_docker_run_dir(struct run_cmd *c)
 	return dir;
 }
 
-/* maf-launch in the container, when named by a path: looked for before anything is made
- * there, since without it the run directory could not be reclaimed either. */
-static void check_docker_launcher(struct run_cmd *c)
+/* The run directory in an entered sandbox: a name under its /tmp that nothing there has,
+ * made by the first file written into it (below its root, as every path is), the program;
+ * with --guest-program, nothing else is written before the launch, so an empty file the
+ * reclaim removes with the rest. Its mode is the launcher's to set, as for any R. */
+static char *make_entered_run_dir(struct run_cmd *c)
+{
+	static const char letters[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+	struct mafh_error err = {0};
+	struct mafh_stat st;
+	char *dir = strdup("/tmp/maf-host-XXXXXX"), *mark = NULL;
+	size_t len = dir ? strlen(dir) : 0, i;
+	int rc = 0, tries;
+
+	if (!dir)
+		cli_die(CLI_EXIT_FAILURE, "out of memory");
+	for (tries = 0; tries < 16; tries++) {
+		unsigned char rnd[6];
+
+		if (getentropy(rnd, sizeof(rnd)) < 0)
+			cli_die(CLI_EXIT_FAILURE, "no random bytes for a run directory's name: %s",
+				strerror(errno));
+		for (i = 0; i < 6; i++)
+			dir[len - 6 + i] = letters[rnd[i] % (sizeof(letters) - 1)];
+		rc = mafh_backend_stat(c->backend, dir, &st, &err);
+		if (rc < 0 || !st.exists)
+			break;
+	}
+	if (rc == 0 && tries == 16)
+		rc = MAFH_EEXIST;
+	if (rc == 0 && c->args.guest_program) {
+		if (asprintf(&mark, "%s/.run", dir) < 0)
+			cli_die(CLI_EXIT_FAILURE, "out of memory");
+		rc = mafh_backend_write_file(c->backend, mark, "", 0, NULL, &err);
+		free(mark);
+	}
+	if (rc < 0) {
+		if (c->serve.server)
+			cli_tools_server_free(c->serve.server);
+		cli_die(CLI_EXIT_FAILURE, "cannot make a run directory %s: %s", c->where,
+			cli_sentence(&err, rc));
+	}
+	return dir;
+}
+
+/* maf-launch in the container or the entered sandbox, when named by a path: looked for
+ * before anything is made there, since without it the run directory could not be
+ * reclaimed either. */
+static void check_launcher_inside(struct run_cmd *c)
 {
 	const char *launcher = mafh_backend_launcher_path(c->backend);
 	struct mafh_error err = {0};
@@ -451,12 +514,11 @@ static void check_docker_launcher(struct run_cmd *c)
 		return;
 	rc = mafh_backend_stat(c->backend, launcher, &st, &err);
 	if (rc < 0)
-		cli_die(CLI_EXIT_FAILURE, "cannot look for the launcher %s in the container %s: %s",
-			launcher, c->args.container, cli_sentence(&err, rc));
+		cli_die(CLI_EXIT_FAILURE, "cannot look for the launcher %s %s: %s", launcher,
+			c->where, cli_sentence(&err, rc));
 	if (!st.exists || (st.type != MAFH_FILE_REGULAR && st.type != MAFH_FILE_SYMLINK))
-		cli_die(CLI_EXIT_FAILURE, "there is no launcher %s in the container %s (put "
-			"maf-launch there, or name it with --launcher)", launcher,
-			c->args.container);
+		cli_die(CLI_EXIT_FAILURE, "there is no launcher %s %s (put maf-launch there, or "
+			"name it with --launcher)", launcher, c->where);
 }
 
 /* Reads the program (none with --guest-program), makes the run's argv (python3
@@ -472,11 +534,11 @@ static void run_start(struct run_cmd *c)
 
 	if (a->program_path)
 		c->program = read_program(a->program_path, &c->program_len);
-	if (!c->docker && strchr(c->launcher, '/') && access(c->launcher, X_OK) < 0)
+	if (!c->where && strchr(c->launcher, '/') && access(c->launcher, X_OK) < 0)
 		cli_die(CLI_EXIT_FAILURE, "cannot use the launcher %s: %s (build it, or set "
 			"MAF_LAUNCH)", c->launcher, strerror(errno));
-	if (c->docker)
-		check_docker_launcher(c);
+	if (c->where)
+		check_launcher_inside(c);
 	c->prog_argv = calloc(a->n_program_args + 3, sizeof(*c->prog_argv));
 	if (!c->prog_argv)
 		cli_die(CLI_EXIT_FAILURE, "out of memory");
@@ -504,7 +566,8 @@ static void run_start(struct run_cmd *c)
 		if (!c->serve.server)
 			cli_die(CLI_EXIT_FAILURE, "%s", why);
 	}
-	c->run_dir = c->docker ? make_docker_run_dir(c) : make_run_dir();
+	c->run_dir = c->docker ? make_docker_run_dir(c)
+			       : c->where ? make_entered_run_dir(c) : make_run_dir();
 	if (!a->guest_program) {
 		if (asprintf(&c->prog_file, "%s/%s/%s", c->run_dir, MAFP_DIR_HOST_TOOLS,
 			     MAFP_FILE_PROGRAM) < 0)
@@ -520,10 +583,9 @@ static void run_start(struct run_cmd *c)
 	if (rc < 0) {
 		if (c->serve.server)
 			cli_tools_server_free(c->serve.server);
-		if (c->docker)
-			cli_warn("the empty run directory %s is left in the container %s",
-				 c->run_dir, a->container);
-		else
+		if (c->docker || (c->where && a->guest_program))
+			cli_warn("the empty run directory %s is left %s", c->run_dir, c->where);
+		else if (!c->where)
 			rmdir(c->run_dir);
 		cli_die(CLI_EXIT_FAILURE, "cannot start the run: %s", cli_sentence(&err, rc));
 	}
@@ -618,7 +680,7 @@ static int run_report(struct run_cmd *c)
 		code = CLI_EXIT_FAILURE;
 	/* The library reclaims the run directory; here R itself is ours (mkdtemp), and is
 	 * removed if anything kept it. */
-	if (!a->keep_run_dir && !c->docker)
+	if (!a->keep_run_dir && !c->where)
 		rmdir(c->run_dir);
 
 	rep.exit_code = code;
@@ -669,8 +731,8 @@ static int run_report(struct run_cmd *c)
 			 "itself", res->landlock[0] ? res->landlock : "not said");
 	if (res->output_truncated && !a->json)
 		cli_warn("the program's output was truncated");
-	if (a->keep_run_dir && c->docker)
-		cli_warn("run directory kept: %s in the container %s", c->run_dir, a->container);
+	if (a->keep_run_dir && c->where)
+		cli_warn("run directory kept: %s %s", c->run_dir, c->where);
 	else if (a->keep_run_dir)
 		cli_warn("run directory kept: %s", c->run_dir);
 	if (a->summary)
@@ -688,6 +750,7 @@ static void run_cmd_free(struct run_cmd *c)
 	free(c->prog_file);
 	free(c->run_dir);
 	free(c->launcher);
+	free(c->where);
 	free(c->program);
 }
 

@@ -3,6 +3,7 @@
  * syntax); the words and limits libmafhost takes are handed to it as given, and judged when
  * the registry and the run are made (run.c). */
 #include <errno.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -193,19 +194,28 @@ static void set_flag(void *ctx, const struct cli_option *opt, const char *v)
 	*(int *)((char *)ctx + opt->offset) = 1;
 }
 
-/* --backend local or docker:CONTAINER; the container is the engine's to know. */
+/* --backend local, docker:CONTAINER or enter:PID; the container is the engine's to know,
+ * the process the library's to find. */
 static void set_backend(void *ctx, const struct cli_option *opt, const char *v)
 {
 	struct run_args *a = ctx;
+	unsigned long long pid;
 
 	(void)opt;
+	a->container = NULL;
+	a->enter_pid = 0;
 	if (strcmp(v, "local") == 0) {
-		a->container = NULL;
+		/* this machine */
 	} else if (strncmp(v, "docker:", 7) == 0 && v[7]) {
 		a->container = v + 7;
+	} else if (strncmp(v, "enter:", 6) == 0) {
+		if (parse_count(v + 6, INT_MAX, &pid) < 0 || pid == 0)
+			cli_usage_error("--backend enter:PID takes a process id (a positive "
+					"number), not '%s'", v + 6);
+		a->enter_pid = (int)pid;
 	} else {
-		cli_usage_error("unknown --backend '%s' (this build has: local, docker:CONTAINER)",
-				v);
+		cli_usage_error("unknown --backend '%s' (this build has: local, docker:CONTAINER, "
+				"enter:PID)", v);
 	}
 	a->backend = v;
 }
@@ -314,16 +324,21 @@ const struct cli_option cli_run_options[] = {
 	 "bytes of one tool answer (default: 8388608)"},
 
 	{NULL, NULL, NULL, 0, "Backend and transport:"},
-	{"--backend", "local|docker:CONTAINER", set_backend, 0,
+	{"--backend", "local|docker:CONTAINER|enter:PID", set_backend, 0,
 	 "where the program runs: local, this machine (default); or docker:CONTAINER, a running "
 	 "container (name or id) of the Docker engine at $DOCKER_HOST (unix:///PATH only) or "
 	 "/var/run/docker.sock, driven through the engine's exec and archive API alone (no "
 	 "shell needed in the image); the run directory is a fresh /tmp/maf-host-XXXXXX in the "
-	 "container, made by the engine"},
+	 "container, made by the engine; or enter:PID, inside the sandbox process PID is in (a "
+	 "bubblewrap sandbox, whose own exec cannot hold a run), as an engine's exec enters a "
+	 "container: each command joins PID's cgroup and namespaces with no capability and "
+	 "no_new_privs, files are reached below PID's root, never leaving it (needs root here); "
+	 "the run directory is a fresh /tmp/maf-host-XXXXXX in that sandbox"},
 	{"--launcher", "PATH", set_path, AT(launcher),
 	 "maf-launch as the backend's exec finds it (default: local, $MAF_LAUNCH or "
 	 "maf-launch next to maf-host; docker, /usr/local/bin/maf-launch, where this project's "
-	 "images put it)"},
+	 "images put it; enter, local's path, in the sandbox: one that binds this machine's / "
+	 "sees it there)"},
 	{"--exec-timeout", "S", set_seconds, AT(exec_timeout_ms),
 	 "time limit in seconds of each of the launcher's short commands, run, stop and "
 	 "reclaim, of a stream's opening, and of a wait's or relay's exec past its slice "

@@ -186,7 +186,7 @@ def test_no_launcher_in_the_container(container):
 def test_usage():
     proc = run_plain("--backend", "docker:", "--guest-program", "/hello")
     assert proc.returncode == 2
-    assert b"unknown --backend 'docker:' (this build has: local, docker:CONTAINER)" in \
+    assert b"unknown --backend 'docker:' (this build has: local, docker:CONTAINER, enter:PID)" in \
         proc.stderr
     proc = run_plain("--backend", "docker:c")
     assert proc.returncode == 2

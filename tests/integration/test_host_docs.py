@@ -147,7 +147,7 @@ def test_the_completion_offers_commands_and_files(host, tmp_path):
     assert complete("") == commands()
     assert complete("help", "") == commands()
     assert complete("run", "--trans") == ["--transport"]
-    assert complete("run", "--backend", "") == ["local", "docker:"]
+    assert complete("run", "--backend", "") == ["local", "docker:", "enter:"]
     (tmp_path / "prog.py").write_text("")
     assert complete("run", str(tmp_path / "pr")) == [str(tmp_path / "prog.py")]
     assert complete("run", "--launcher", str(tmp_path / "pr")) == [str(tmp_path / "prog.py")]
