@@ -44,14 +44,20 @@ def _is_docker(backend: object) -> bool:
                for t in type(backend).__mro__)
 
 
+def _is_bubblewrap(backend: object) -> bool:
+    return any(t.__module__.split(".")[0] == "maf_sandbox_bubblewrap"
+               for t in type(backend).__mro__)
+
+
 class MafLaunchBackend:
     """A maf-sandbox backend with maf-launch's program channel declared (with_maf_launch)."""
 
     def __init__(self, backend: Any, channel: Optional[MafLaunchChannel] = None, *,
                  launcher: str = DEFAULT_LAUNCHER) -> None:
         self.backend = backend
-        self.channel = channel or MafLaunchChannel(launcher=launcher,
-                                                   calls_on_stream=_is_docker(backend))
+        entered = _is_bubblewrap(backend)
+        self.channel = channel or MafLaunchChannel(
+            launcher=launcher, calls_on_stream=_is_docker(backend) or entered, entered=entered)
         self._sandboxes: "weakref.WeakKeyDictionary[Any, _ReclaimsWithoutAShell]" = \
             weakref.WeakKeyDictionary()
 
@@ -66,14 +72,28 @@ class MafLaunchBackend:
     def isolation(self) -> Any:
         return self.backend.isolation
 
+    def _theirs(self) -> BackendDeclarations:
+        return getattr(self.backend, "declarations", None) or BackendDeclarations()
+
     @property
     def declarations(self) -> BackendDeclarations:
-        theirs = getattr(self.backend, "declarations", None) or BackendDeclarations()
+        theirs = self._theirs()
         others = tuple(c for c in theirs.program_channels if c is not self.channel)
-        return dataclasses.replace(theirs, program_channels=(self.channel, *others))
+        # The channel carries host tools: HOST_TOOLS is declared where the backend has none
+        # of its own (maf-sandbox-bubblewrap), as a backend owning that channel declares it.
+        capabilities = frozenset(theirs.capabilities) | (
+            {Capability.HOST_TOOLS} if self.channel.host_tools else set())
+        return dataclasses.replace(theirs, capabilities=capabilities,
+                                   program_channels=(self.channel, *others))
 
     async def acquire(self, key: SandboxKey, spec: SandboxSpec) -> Any:
         if not _is_docker(self.backend):
+            if Capability.HOST_TOOLS not in frozenset(self._theirs().capabilities) and (
+                    Capability.HOST_TOOLS in spec.requires or spec.host_tools is not None):
+                # Declared by the wrapper, served by the channel: nothing the backend is
+                # asked for (it refuses a spec requiring what it does not declare).
+                spec = dataclasses.replace(spec, requires=spec.requires -
+                                           {Capability.HOST_TOOLS}, host_tools=None)
             return await self.backend.acquire(key, spec)
         if spec.requires & _SERVED_WITHOUT_A_SHELL:
             # The surface goes with the capability: maf-sandbox refuses a spec whose host_tools

@@ -44,7 +44,7 @@ from maf_sandbox.run_activity import SandboxRunActivity
 
 from .._run import _Sandbox, _serve, _Spec
 from . import answerer
-from ..docker import DockerSandbox
+from ..local import NativeSandbox
 from .serving import (DEFAULT_LAUNCHER, LOOK_MAX_S, answers_version, engine_backend,
                       has_launcher, outcome)
 
@@ -134,7 +134,11 @@ class MafLaunchChannel:
     any program runs; where that cannot be done, prepare() says why.
     calls_on_stream: the backend's calls travel over the engine's stream
     (maf-sandbox-docker's): no response crosses the backend's file surface, so
-    transfer_limits asks for none. library: a mafhost.Library to use."""
+    transfer_limits asks for none. entered: every byte of a run (the program and the guest
+    API staged, the calls, the output and the record read back) goes through the local
+    backend entered into the sandbox (maf-sandbox-bubblewrap's), never through the
+    sandbox's own file operations, so transfer_limits asks for nothing beyond the
+    workload's own. library: a mafhost.Library to use."""
 
     name: str = "maf-launch"
     interpreter: str = "python3"
@@ -143,6 +147,7 @@ class MafLaunchChannel:
     profiles: frozenset[str] = frozenset({PROFILE})
     host_tools: bool = True
     calls_on_stream: bool = False
+    entered: bool = False
     install_from: Optional[str] = None
     library: Optional[Library] = field(default=None, compare=False, repr=False)
     # What prepare() learned, by sandbox instance (a backend may hand out a new object for the
@@ -163,6 +168,8 @@ class MafLaunchChannel:
         none = TransferLimits(0, 0, 0)
         files_in = spec.files_in if Capability.FILES_IN in spec.requires else none
         files_out = spec.files_out if Capability.FILES_OUT in spec.requires else none
+        if self.entered:
+            return SandboxLimits(files_in=files_in, files_out=files_out)
         tools = spec.host_tools
         staged_one = max(spec.program.max_program_bytes, _GUEST_API_LIMIT if tools else 0)
         per_file = max(files_in.max_bytes_per_file, staged_one)
@@ -198,7 +205,7 @@ class MafLaunchChannel:
             known = self._by_instance.get(instance)
             if known is not None:
                 self._by_instance.move_to_end(instance)
-                if not isinstance(known.backend, DockerSandbox) and known.backend is not sandbox:
+                if not isinstance(known.backend, NativeSandbox) and known.backend is not sandbox:
                     # Served by relay: through this object, the instance's newest.
                     known = dataclasses.replace(known, backend=sandbox)
                     self._by_instance[instance] = known

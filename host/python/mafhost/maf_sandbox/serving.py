@@ -3,12 +3,14 @@ maf-sandbox sandbox, and maf-sandbox's answer for a run's result."""
 from __future__ import annotations
 
 import logging
+import os
 from typing import TYPE_CHECKING, Any, Optional
 
 from maf_sandbox import ExecResult, SandboxProgramTimeout
 
 from ..docker import DockerSandbox
 from ..errors import BackendError, ConfigError
+from ..local import EnteredSandbox, NativeSandbox
 from .answerer import OUTPUT_TOO_LARGE
 
 if TYPE_CHECKING:
@@ -30,9 +32,70 @@ _SIGNALLED_GROUP = " and its process group was sent SIGKILL"
 _NOT_SIGNALLED = " and could not be signalled, so it may still be running"
 
 
-async def engine_backend(sandbox: MafSandbox, launcher: str) -> Optional[DockerSandbox]:
-    """mafhost's own Docker backend over the container of a maf-sandbox-docker sandbox, or
-    None (not such a sandbox, or its engine not reachable from here: relay then)."""
+def _of_package(obj: object, package: str) -> bool:
+    return any(t.__module__.split(".")[0] == package for t in type(obj).__mro__)
+
+
+def _pid_one(pid: int) -> bool:
+    """Whether pid is the first process of a PID namespace of its own (NSpid: ... 1)."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("NSpid:"):
+                    ids = line.split()[1:]
+                    return len(ids) > 1 and ids[-1] == "1"
+    except OSError:
+        pass
+    return False
+
+
+def broker_pid(sandbox: Any) -> Optional[int]:
+    """The process maf-sandbox-bubblewrap's sandbox serves its operations from (its broker,
+    the first process of the sandbox's PID namespace), or None (it is gone). Looked for in the sandbox's cgroup v2 group (the backend's cgroup_root,
+    maf-INSTANCE), which holds every process of the sandbox, else among the children of
+    the bwrap process the backend started."""
+    candidates: list[int] = []
+    instance = str(getattr(sandbox, "instance_id", "") or "")
+    config = getattr(getattr(sandbox, "backend", None), "config", None)
+    root = getattr(config, "cgroup_root", None)
+    try:
+        if root is not None and instance:
+            with open(os.path.join(str(root), f"maf-{instance}", "cgroup.procs"),
+                      encoding="ascii") as f:
+                candidates = [int(x) for x in f.read().split()]
+    except (OSError, ValueError):
+        candidates = []
+    if not candidates:
+        bwrap = getattr(getattr(sandbox, "process", None), "pid", None)
+        if isinstance(bwrap, int):
+            try:
+                with open(f"/proc/{bwrap}/task/{bwrap}/children", encoding="ascii") as f:
+                    candidates = [int(x) for x in f.read().split()]
+            except (OSError, ValueError):
+                candidates = []
+    return next((pid for pid in candidates if _pid_one(pid)), None)
+
+
+async def engine_backend(sandbox: MafSandbox, launcher: str) -> Optional[NativeSandbox]:
+    """mafhost's own backend behind a maf-sandbox sandbox, or None (relay then, over the
+    sandbox's own exec): the Docker backend over the container of a maf-sandbox-docker
+    sandbox (None where its engine is not reachable from here); the local backend entered
+    into a maf-sandbox-bubblewrap sandbox (EnteredSandbox, its broker's namespaces, cgroup
+    and root), whose own exec holds no run: it kills what each command leaves behind."""
+    if _of_package(sandbox, "maf_sandbox_bubblewrap"):
+        broker = broker_pid(sandbox)
+        if broker is None:
+            raise ValueError("the bubblewrap sandbox's broker process was not found (in its "
+                             "cgroup, or below its bwrap): is it still running?")
+        entered = EnteredSandbox(broker, launcher_path=launcher)
+        try:
+            # Its first op makes the backend: the broker's pidfd, namespaces, cgroup, root.
+            await entered.stat_file(launcher.lstrip("/"), working_directory="/")
+        except (BackendError, ConfigError, OSError) as e:
+            # No relay to fall back to: the sandbox's own exec kills what it leaves behind.
+            raise ValueError(f"the bubblewrap sandbox's broker (process {broker}) cannot be "
+                             f"entered from here, and its own exec holds no run: {e}") from e
+        return entered
     name = getattr(sandbox, "container_name", None)
     if not isinstance(name, str) or not name:
         return None
