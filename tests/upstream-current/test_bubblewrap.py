@@ -230,3 +230,49 @@ def test_a_runs_bound_ends_the_program_and_the_sandbox_serves_on(here):
     assert after.exit_code == 0
     # Nothing of the run is left in the sandbox: the broker, and the look itself.
     assert len(after.stdout.splitlines()) == 2, after.stdout
+
+
+# A program that goes for the broker, the sandbox's first process, whose stdin and stdout are
+# the backend's frames: a signal (a Python process dies of SIGINT), its descriptors through
+# /proc (writing a frame of its own to the host), its environment, a trace.
+_AT_THE_BROKER = """
+import ctypes, errno, json, os, signal
+tried = {}
+def attempt(name, f):
+    try:
+        f()
+        tried[name] = "done"
+    except OSError as e:
+        tried[name] = errno.errorcode.get(e.errno, str(e.errno))
+attempt("kill", lambda: os.kill(1, signal.SIGINT))
+attempt("stdout", lambda: open("/proc/1/fd/1", "wb").write(b'{"id":1,"result":{}}\\\\n'))
+attempt("stdin", lambda: open("/proc/1/fd/0", "rb").read(1))
+attempt("environ", lambda: open("/proc/1/environ", "rb").read())
+def trace():
+    if ctypes.CDLL(None, use_errno=True).ptrace(16, 1, 0, 0) != 0:   # PTRACE_ATTACH
+        raise OSError(ctypes.get_errno(), "ptrace")
+attempt("ptrace", trace)
+print(json.dumps(tried))
+"""
+
+
+def test_a_program_cannot_reach_the_broker(here):
+    import json
+
+    async def use(backend, sandbox):
+        requirements = ProgramRequirements()
+        await backend.channel.prepare(sandbox, requirements)
+        result = await backend.channel.run(sandbox, _AT_THE_BROKER, requirements=requirements,
+                                           guest_call_path="calls/broker", timeout=30)
+        after = await sandbox.exec(["python3", "-c", "print('served')"],
+                                   working_directory=".", timeout=10)
+        return result, after
+
+    result, after = run(_on_sandbox(here, use))
+    assert result.exit_code == 0, result
+    tried = json.loads(result.stdout)
+    # Landlock's scopes (signals) and its ptrace restriction (the /proc files of a process
+    # outside the domain) keep the program from the broker; seccomp refuses ptrace outright.
+    assert tried == {"kill": "EPERM", "stdout": "EACCES", "stdin": "EACCES",
+                     "environ": "EACCES", "ptrace": "EPERM"}, tried
+    assert after.exit_code == 0 and after.stdout == "served\n"
