@@ -276,3 +276,25 @@ def test_a_program_cannot_reach_the_broker(here):
     assert tried == {"kill": "EPERM", "stdout": "EACCES", "stdin": "EACCES",
                      "environ": "EACCES", "ptrace": "EPERM"}, tried
     assert after.exit_code == 0 and after.stdout == "served\n"
+
+
+def test_the_channel_lets_go_of_a_disposed_sandbox(here):
+    """What the channel keeps of a sandbox it entered (the broker's pidfd and root, open) is
+    let go once the broker has ended, at the next sandbox it looks at."""
+    async def scenario():
+        root, state = here
+        async with bubblewrap.backend(root, state / uuid.uuid4().hex) as upstream:
+            backend = with_maf_launch(upstream)
+            spec = SandboxSpec(kind="maf-launch", requires=CAPS, program=ProgramRequirements())
+            kept = []
+            for n in range(2):
+                key = SandboxKey(scope=f"maf-launch-{uuid.uuid4().hex[:8]}", thread_id="t",
+                                 agent_id=f"a{n}")
+                sandbox = await backend.acquire(key, spec)
+                await backend.channel.prepare(sandbox, ProgramRequirements())
+                kept.append(list(backend.channel._by_instance))
+                await backend.dispose(key, kind=spec.kind)
+            return kept
+
+    first, second = run(scenario())
+    assert len(first) == 1 and first[0] not in second and len(second) == 1

@@ -30,6 +30,7 @@ import json
 import logging
 import os
 import posixpath
+import select
 import shutil
 import time
 import uuid
@@ -44,7 +45,7 @@ from maf_sandbox.run_activity import SandboxRunActivity
 
 from .._run import _Sandbox, _serve, _Spec
 from . import answerer
-from ..local import NativeSandbox
+from ..local import EnteredSandbox, NativeSandbox
 from .serving import (DEFAULT_LAUNCHER, LOOK_MAX_S, answers_version, engine_backend,
                       has_launcher, outcome)
 
@@ -110,6 +111,26 @@ class _Guest:
     backend: Any
     launcher: str
     verified: bool = False
+
+
+def _ended(pid: int) -> bool:
+    """Whether process pid has ended (a zombie too, which /proc still lists)."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False          # no pidfd here: kept, until the oldest go
+    try:
+        return bool(select.select([fd], [], [], 0)[0])
+    finally:
+        os.close(fd)
+
+
+async def _release(guest: _Guest) -> None:
+    """Closes what a sandbox entered holds (a later op would make it again)."""
+    if isinstance(guest.backend, EnteredSandbox):
+        await guest.backend.aclose()
 
 
 def _launcher_here(given: Optional[str]) -> Optional[str]:
@@ -217,6 +238,7 @@ class MafLaunchChannel:
                 known = None
             if known is not None:
                 return known
+        await self._forget_ended()
         said = await sandbox.exec([self.interpreter, "-c", _PROBE], working_directory=".",
                                   timeout=_PROBE_TIMEOUT)
         lines = said.stdout.splitlines() if said.exit_code == 0 else []
@@ -236,13 +258,22 @@ class MafLaunchChannel:
         if instance:
             self._by_instance[instance] = guest
             while len(self._by_instance) > _GUESTS_KEPT:
-                self._by_instance.popitem(last=False)
+                await _release(self._by_instance.popitem(last=False)[1])
         else:
             try:
                 self._guests[sandbox] = guest
             except TypeError:
                 pass
         return guest
+
+    async def _forget_ended(self) -> None:
+        """Lets go of the sandboxes entered whose broker has ended (disposed of): each holds
+        the descriptors of the process it entered (its pidfd, its root)."""
+        for instance, guest in list(self._by_instance.items()):
+            backend = guest.backend
+            if isinstance(backend, EnteredSandbox) and _ended(backend.pid):
+                del self._by_instance[instance]
+                await _release(guest)
 
     async def _put_in(self, backend: Any, base: str) -> str:
         """Puts this host's maf-launch in a guest that has none, below its storage base, and
