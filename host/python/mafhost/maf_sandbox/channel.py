@@ -19,7 +19,10 @@ and the channel owns the rest, as maf-sandbox's ProgramChannel protocol has it:
   run's bound (the output so far, signal, reach), the failure a policy or the backend
   raised; and it holds a SandboxRunActivity guard for the run where the sandbox has one.
 Calls travel over the engine's stream where the sandbox is maf-sandbox-docker's (it has
-container_name and the engine answers here), else by relay over the sandbox's own exec."""
+container_name and the engine answers here); over the stream of the local backend entered
+into the sandbox where it is maf-sandbox-bubblewrap's (whose own exec kills what a command
+leaves behind: the whole run goes through EnteredSandbox, serving.engine_backend); else by
+relay over the sandbox's own exec."""
 from __future__ import annotations
 
 import asyncio
