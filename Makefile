@@ -343,22 +343,13 @@ upstream-current: all
 		$(UPSTREAM_ROOT) /opt/maf-current/bin/python -m pytest -q -p no:cacheprovider \
 		tests/upstream-current/test_bubblewrap.py
 
-# The README's test command: set up the machine, build, run every test.
+# The README's test command: set up the machine, build, run every test, one target after
+# the other, each one's time said as it passes (the first to fail stops it).
+TEST_STEPS := all unit shim-check install-check fuzz-smoke integration hostile hostile-guest \
+	images-test docker engines python upstream upstream-current
 test: setup
-	$(MAKE) all
-	$(MAKE) unit
-	$(MAKE) shim-check
-	$(MAKE) install-check
-	$(MAKE) fuzz-smoke
-	$(MAKE) integration
-	$(MAKE) hostile
-	$(MAKE) hostile-guest
-	$(MAKE) images-test
-	$(MAKE) docker
-	$(MAKE) engines
-	$(MAKE) python
-	$(MAKE) upstream
-	$(MAKE) upstream-current
+	@for step in $(TEST_STEPS); do s=$$(date +%s); $(MAKE) $$step || exit 1; \
+		echo "make test: $$step passed in $$(( $$(date +%s) - s )) s"; done
 
 # The same suites with AddressSanitizer and UndefinedBehaviorSanitizer: the launcher is built
 # against glibc for it (sanitizers need a dynamic C library), the host side as usual. The unit
