@@ -33,6 +33,25 @@ static struct mafh__local_state *state_of(void **state)
 	return *state;
 }
 
+/* A file op in an entered sandbox, done: once the process has ended, its root is no longer
+ * its sandbox's (a file "absent" there, or a write that lands nowhere), so whatever the op
+ * found is replaced by the failure. Looked at after the op: it covers an end during it.
+ * Returns 0 (the op is over). */
+static int after_files(const struct local *l, const struct mafh_op *op,
+		       struct mafh_op_result *res)
+{
+	struct mafh_error gone = {0};
+	int rc = mafh__local_enter_check(entered(l), &gone);
+
+	if (rc < 0) {
+		if (op->kind == MAFH_OP_READ)
+			mafh_read_result_clear(&res->read);
+		res->error = rc;
+		res->detail = gone;
+	}
+	return 0;
+}
+
 static int local_start(void *ctx, void **state, const struct mafh_op *op, int64_t now_ms,
 		       void **task, struct mafh_op_result *res)
 {
@@ -47,14 +66,14 @@ static int local_start(void *ctx, void **state, const struct mafh_op *op, int64_
 	case MAFH_OP_WRITE:
 		res->error = mafh__local_write_file(l->enter.root, l->pid, op->path, op->data,
 						    op->len, op->replaces, &res->detail);
-		return 0;
+		return after_files(l, op, res);
 	case MAFH_OP_READ:
 		res->error = mafh__local_read_file(l->enter.root, op->path, op->cap, &res->read,
 						   &res->detail);
-		return 0;
+		return after_files(l, op, res);
 	case MAFH_OP_STAT:
 		res->error = mafh__local_stat(l->enter.root, op->path, &res->stat, &res->detail);
-		return 0;
+		return after_files(l, op, res);
 	case MAFH_OP_WAIT_UNTIL:
 		/* Only a wait on a directory keeps watches in the slot. */
 		st = op->wait_dir ? state_of(state) : NULL;

@@ -56,6 +56,9 @@ struct mafh__local_enter {
 };
 /* Opens what e holds of process pid; 0, or a negative errno with a sentence in err. */
 int mafh__local_enter_open(int pid, struct mafh__local_enter *e, struct mafh_error *err);
+/* 0 while e's process runs (or e is NULL); once it has ended, -ESRCH with a sentence in
+ * err: a file op reached its root too late to have reached its sandbox. */
+int mafh__local_enter_check(const struct mafh__local_enter *e, struct mafh_error *err);
 /* Closes e's descriptors; a zeroed e, or one closed, is a no-op. */
 void mafh__local_enter_close(struct mafh__local_enter *e);
 /* In a child just forked: joins e's cgroup and namespaces, forks the command's process

@@ -11,6 +11,7 @@
  * The command holds the stand-in's death signal: killed with it, never orphaned to run on. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -148,6 +149,27 @@ static int foreign_namespaces(int pid)
 	return flags;
 }
 
+/* Whether the process of pidfd has ended. A pidfd is readable once its process has exited,
+ * a zombie not reaped yet included (a signal to it would still be taken): by then its root
+ * and namespaces are let go, and what is reached through them is no longer its sandbox. */
+static int ended(int pidfd)
+{
+	struct pollfd p = {.fd = pidfd, .events = POLLIN};
+	int n;
+
+	while ((n = poll(&p, 1, 0)) < 0 && errno == EINTR)
+		;
+	return n > 0;
+}
+
+int mafh__local_enter_check(const struct mafh__local_enter *e, struct mafh_error *err)
+{
+	if (!e || !ended(e->pidfd))
+		return 0;
+	return mafh__error_set(err, -ESRCH, "process %d has ended: its sandbox is gone",
+			       e->pid);
+}
+
 int mafh__local_enter_open(int pid, struct mafh__local_enter *e, struct mafh_error *err)
 {
 	char path[64];
@@ -159,6 +181,8 @@ int mafh__local_enter_open(int pid, struct mafh__local_enter *e, struct mafh_err
 		return mafh__error_set(err, MAFH_EINVAL, "no process %d to enter", pid);
 	e->pid = pid;
 	e->pidfd = (int)syscall(SYS_pidfd_open, pid, 0u);
+	if (e->pidfd < 0 && errno == ESRCH)
+		return mafh__error_set(err, MAFH_EINVAL, "there is no process %d to enter", pid);
 	if (e->pidfd < 0) {
 		saved = errno;
 		return mafh__error_set(err, -saved, "cannot open process %d: %s", pid,
@@ -178,7 +202,7 @@ int mafh__local_enter_open(int pid, struct mafh__local_enter *e, struct mafh_err
 		goto fail;
 	/* All of it looked up by pid: the process the pidfd names must still be the one, or
 	 * another may have taken its number since. */
-	if (syscall(SYS_pidfd_send_signal, e->pidfd, 0, NULL, 0u) < 0) {
+	if (ended(e->pidfd)) {
 		rc = mafh__error_set(err, MAFH_EINVAL, "process %d ended while it was looked at",
 				     pid);
 		goto fail;

@@ -238,8 +238,10 @@ MAFH_API int mafh_backend_local_new(const char *launcher_path, struct mafh_backe
  * else polls). Needs the privilege to enter pid (CAP_SYS_ADMIN over its user namespace,
  * CAP_SYS_PTRACE to open its root: root on the host). The backend holds pid's pidfd,
  * root and cgroup from now; a command started after pid has ended fails to enter (exit
- * 125, the reason on stderr). Returns MAFH_EINVAL (no such process, its cgroup v2 group
- * not reachable here) or the negative errno of what failed, with a sentence in err.
+ * 125, the reason on stderr), and a file op that ends after it has fails with -ESRCH
+ * (what its root holds then is no longer its sandbox). Returns MAFH_EINVAL (no such
+ * process, its cgroup v2 group not reachable here) or the negative errno of what failed,
+ * with a sentence in err.
  * launcher_path as for mafh_backend_local_new (a path in pid's root). The caller frees
  * *out with mafh_backend_free. */
 MAFH_API int mafh_backend_local_enter_new(const char *launcher_path, int pid,

@@ -205,7 +205,8 @@ class EnteredSandbox(NativeSandbox):
     library: the mafhost.Library to use (default: mafhost.load()'s).
     Making it (at the first op) needs root here; where pid cannot be entered, the first op
     raises why: ConfigError (no such process, its cgroup v2 group not reachable from
-    here), BackendError (the rest)."""
+    here), BackendError (the rest). Once pid has ended, a command exits 125 with the reason
+    on its stderr, and a file op raises BackendError (errno ESRCH)."""
 
     def __init__(self, pid: int, *, launcher_path: str,
                  library: Optional[_abi.Library] = None) -> None:
