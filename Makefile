@@ -234,7 +234,8 @@ hostile: all
 
 # A launcher turned hostile on every transport (tests/hostile-guest): floods, commands that
 # never return, forged exit events and forged requests, under maf-host and mafhost, locally
-# (as root) and in a maf-launch/python-noshell container; each run comes back within its
+# (as root), in a maf-launch/python-noshell container and in a bubblewrap sandbox entered
+# (as root, with bwrap: skipped without it); each run comes back within its
 # deadline and the ending's budget, the host at most 64 MiB above its baseline, with the
 # record's verdict and no tool run on forged arguments. The image is built first when it is
 # missing and the build can make it (the static launcher); Docker cases are skipped where

@@ -1,12 +1,13 @@
 """The hostile-guest session: one directory of its own (programs, hostile launchers, tool
-logs, run directories) and one container of maf-launch/python-noshell, both removed at the
-end; and a pool that makes every selected test's run, several at once, from the start of the
+logs, run directories), one container of maf-launch/python-noshell and one bubblewrap
+sandbox, all removed at the end; and a pool that makes every selected test's run, several at once, from the start of the
 session, so that the suite takes minutes while each run is still measured alone (its own
 process, its own peak). A test waits for its run, then judges it.
 
 Local cases need root (the local backend as its users run it, maf-launch the only
-boundary); Docker cases an engine that answers and the image (`make images`): skipped
-otherwise, unless REQUIRE_DOCKER=1, which fails them."""
+boundary), bubblewrap cases root and bwrap (to enter the sandbox); Docker cases an engine
+that answers and the image (`make images`): skipped otherwise, unless REQUIRE_DOCKER=1,
+which fails them."""
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -51,6 +52,8 @@ def why_not(env, spec):
         return "the local backend's hostile cases run as root, as its users run it"
     if spec.backend == "docker" and env.docker_why:
         return env.docker_why
+    if spec.backend == "bwrap" and env.bwrap_why:
+        return env.bwrap_why
     return None
 
 

@@ -1,5 +1,6 @@
 """The hostile-guest suite's harness: what a run is (Spec), how one is made (under maf-host
-or mafhost, locally or in a container, with the hostile launcher of hostile_launcher.py),
+or mafhost, locally, in a container or in a bubblewrap sandbox entered, with the hostile
+launcher of hostile_launcher.py),
 measured (wall time, peak memory) and judged (the checks the tests share).
 
 Every run is a process of its own, started here through measure.c and measured from here:
@@ -27,6 +28,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(ROOT / "tests" / "integration"))
+import bwrap_sandbox  # noqa: E402
 import hostile_launcher  # noqa: E402
 
 BUILD_TREE = Path(os.environ.get("MAF_BUILD", ROOT / "build")).resolve()
@@ -36,6 +39,10 @@ LIBRARY = BUILD_TREE / ("libmafhost.so." + re.search(
 IMAGE = f"{os.environ.get('MAF_IMAGE_PREFIX', 'maf-launch')}/python-noshell"
 IN_IMAGE_LAUNCHER = "/usr/local/bin/maf-launch"
 IN_IMAGE_DIR = "/hostile"          # the hostile launchers' directories in the container
+# The bubblewrap sandbox binds this machine's / read-only: the build's launcher is there at
+# its own path; the hostile launchers go to its /tmp (a tmpfs of its own), as run dirs do.
+IN_BWRAP_LAUNCHER = str(BUILD_TREE / "maf-launch")
+IN_BWRAP_DIR = "/tmp/hostile"
 HOST_PYTHON = sys.executable        # the Python host's interpreter: pytest's own
 IS_ROOT = os.geteuid() == 0
 REQUIRE_DOCKER = os.environ.get("REQUIRE_DOCKER") == "1"
@@ -70,7 +77,7 @@ GENUINE = {"tag": "genuine"}
 @dataclass(frozen=True)
 class Spec:
     host: str            # "c" (maf-host run) or "py" (mafhost.run)
-    backend: str         # "local" or "docker"
+    backend: str         # "local", "docker" or "bwrap" (the local backend entered into it)
     transport: str       # stream, relay, wait, files
     attack: str          # hostile_launcher's attack, or "baseline" (the real launcher)
     command: str         # the launcher command attacked ("" for the baseline)
@@ -92,7 +99,8 @@ class Spec:
         return Spec(self.host, self.backend, self.transport, "baseline", "", "benign", 20.0)
 
 
-HOSTS = [("c", "local"), ("c", "docker"), ("py", "local"), ("py", "docker")]
+HOSTS = [("c", "local"), ("c", "docker"), ("py", "local"), ("py", "docker"), ("c", "bwrap"),
+         ("py", "bwrap")]
 
 
 def host_ids(hb):
@@ -125,7 +133,8 @@ class Result:
 
 class Env:
     """The session's places: a directory of its own for programs, hostile launchers, tool
-    logs and run directories; the container, made on first use and removed at the end."""
+    logs and run directories; the container and the bubblewrap sandbox, each made on first
+    use and removed at the end."""
 
     def __init__(self):
         self.base = Path(tempfile.mkdtemp(prefix="maf-hostile-guest-", dir="/tmp"))
@@ -139,6 +148,8 @@ class Env:
         self._lock = threading.Lock()
         self._container = None
         self.docker_why = _docker_unavailable()
+        self._sandbox = None
+        self.bwrap_why = bwrap_sandbox.unavailable()
         for name, (src, _) in PROGRAMS.items():
             p = self.base / "programs" / f"{name}.py"
             p.write_text(src)
@@ -162,9 +173,19 @@ class Env:
                 self._container = name
             return self._container
 
+    def sandbox(self):
+        """The bubblewrap sandbox (bwrap_sandbox.Sandbox), as maf-sandbox-bubblewrap starts
+        one; its PID 1 is the process the runs enter."""
+        with self._lock:
+            if self._sandbox is None:
+                self._sandbox = bwrap_sandbox.Sandbox()
+            return self._sandbox
+
     def close(self):
         if self._container:
             docker("rm", "-f", self._container, check=False)
+        if self._sandbox:
+            self._sandbox.close()
         shutil.rmtree(self.base, ignore_errors=True)
 
 
@@ -192,6 +213,27 @@ def _docker_unavailable():
     return None
 
 
+def in_sandbox(env, ops):
+    """ops (enter_ops.py's) done in the bubblewrap sandbox; what its commands printed."""
+    cfg = {"python_path": str(ROOT / "host" / "python"), "library": str(LIBRARY),
+           "pid": env.sandbox().pid, "ops": ops}
+    e = _host_env()
+    if SANITIZED:
+        e["LD_PRELOAD"] = _libasan()
+    p = subprocess.run([HOST_PYTHON, str(HERE / "enter_ops.py"), json.dumps(cfg)],
+                       capture_output=True, timeout=120, env=e)
+    if p.returncode != 0:
+        raise AssertionError(f"in the bubblewrap sandbox, {ops!r:.300} failed: "
+                             f"{p.stderr.decode(errors='replace')[-800:]}")
+    return p.stdout.decode(errors="replace")
+
+
+def real_launcher(env, spec):
+    """The real launcher as the backend's exec finds it."""
+    return {"local": env.real, "docker": IN_IMAGE_LAUNCHER,
+            "bwrap": IN_BWRAP_LAUNCHER}[spec.backend]
+
+
 # ---- the hostile launcher where the run is --------------------------------------------------
 
 def install(env, spec):
@@ -200,14 +242,20 @@ def install(env, spec):
     d = env.base / "guests" / spec.id
     d.mkdir()
     d.chmod(0o755)
-    real = env.real if spec.backend == "local" else IN_IMAGE_LAUNCHER
-    conf = {"attack": spec.attack, "command": spec.command, "real": real,
+    conf = {"attack": spec.attack, "command": spec.command, "real": real_launcher(env, spec),
             "lifetime": LIFETIME_S}
     (d / "hostile.json").write_text(json.dumps(conf))
     shutil.copy(HERE / "hostile_launcher.py", d / "maf-launch")
     (d / "maf-launch").chmod(0o755)
     if spec.backend == "local":
         return str(d / "maf-launch"), d
+    if spec.backend == "bwrap":
+        inside = f"{IN_BWRAP_DIR}/{spec.id}"
+        in_sandbox(env, [{"write": f"{inside}/hostile.json", "from": str(d / "hostile.json"),
+                          "mode": "0644"},
+                         {"write": f"{inside}/maf-launch", "from": str(d / "maf-launch"),
+                          "mode": "0755"}])
+        return f"{inside}/maf-launch", d
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as t:
         for name, mode in (("hostile", 0o755), (f"hostile/{spec.id}", 0o755)):
@@ -231,6 +279,10 @@ def reap(env, spec, d):
         p = docker("exec", env.container(), f"{IN_IMAGE_DIR}/{spec.id}/maf-launch",
                    "__reap__", check=False, timeout=60)
         return p.stdout.decode(errors="replace")
+    if spec.backend == "bwrap":
+        # The pids it recorded are the sandbox's: the reaper runs there.
+        return in_sandbox(env, [{"exec": [f"{IN_BWRAP_DIR}/{spec.id}/maf-launch",
+                                          "__reap__"]}])
     out = io.StringIO()
     hostile_launcher.reap(str(d), out)
     return out.getvalue()
@@ -327,7 +379,7 @@ def run(env, spec):
     """Makes the run spec asks for and returns its Result."""
     res = Result(spec)
     if spec.attack == "baseline":
-        launcher = env.real if spec.backend == "local" else IN_IMAGE_LAUNCHER
+        launcher = real_launcher(env, spec)
         d = env.base / "logs"
     else:
         launcher, d = install(env, spec)
@@ -350,9 +402,12 @@ def _run_c(env, spec, launcher, log, hard, res):
             "--launcher", launcher]
     if spec.backend == "docker":
         argv += ["--backend", f"docker:{env.container()}"]
+    elif spec.backend == "bwrap":
+        argv += ["--backend", f"enter:{env.sandbox().pid}"]
     argv.append(str(env.base / "programs" / f"{spec.program}.py"))
     e = _host_env()
-    e["TMPDIR"] = str(env.base / "runs")
+    if spec.backend == "local":
+        e["TMPDIR"] = str(env.base / "runs")
     measured(env.measure, argv, e, hard, res)
     try:
         res.report = json.loads(res.stdout)
@@ -362,9 +417,11 @@ def _run_c(env, spec, launcher, log, hard, res):
 
 
 def _run_py(env, spec, launcher, hard, res):
+    backend = {"local": lambda: "local", "docker": lambda: f"docker:{env.container()}",
+               "bwrap": lambda: f"enter:{env.sandbox().pid}"}[spec.backend]()
     cfg = {"python_path": str(ROOT / "host" / "python"), "library": str(LIBRARY),
-           "backend": "local" if spec.backend == "local" else f"docker:{env.container()}",
-           "launcher": launcher, "real": env.real, "tmpdir": str(env.base / "runs"),
+           "backend": backend, "launcher": launcher, "real": real_launcher(env, spec),
+           "tmpdir": str(env.base / "runs"),
            "program": PROGRAMS[spec.program][0], "timeout": spec.timeout,
            "transport": spec.transport}
     e = _host_env()

@@ -1,8 +1,9 @@
 """The Python host of the hostile-guest suite, in a process of its own so that its memory is
-measured alone: one mafhost.run over LocalSandbox or DockerSandbox, with one tool, rec,
-that records the arguments it is called with. Its argument is a JSON object: python_path,
-library, backend ("local" or "docker:CONTAINER"), launcher (the hostile one), real (the
-sandbox's own maf-launch), tmpdir, program (Python source), timeout, transport.
+measured alone: one mafhost.run over LocalSandbox, DockerSandbox or EnteredSandbox (the local
+backend in a bubblewrap sandbox), with one tool, rec, that records the arguments it is
+called with. Its argument is a JSON object: python_path,
+library, backend ("local", "docker:CONTAINER" or "enter:PID"), launcher (the hostile one),
+real (the sandbox's own maf-launch), tmpdir, program (Python source), timeout, transport.
 
 Prints one JSON line: the RunResult's fields, the tool's calls (each its arguments, as
 JSON), base_kb (VmRSS just before the run, the peak reset there) and peak_kb (VmHWM after
@@ -49,6 +50,9 @@ async def main(cfg):
     limits = mafhost.Limits(max_calls=64)
     if cfg["backend"] == "local":
         sb = mafhost.LocalSandbox(launcher_path=cfg["real"], tmpdir=cfg["tmpdir"])
+    elif cfg["backend"].startswith("enter:"):
+        from mafhost.local import EnteredSandbox
+        sb = EnteredSandbox(int(cfg["backend"].split(":", 1)[1]), launcher_path=cfg["real"])
     else:
         sb = mafhost.DockerSandbox(cfg["backend"].split(":", 1)[1])
         await sb.check()
@@ -66,8 +70,10 @@ async def main(cfg):
             return out
         out.update(peak_kb=status_kb("VmHWM"), base_kb=base)
     finally:
-        if cfg["backend"] != "local":
+        if cfg["backend"].startswith("docker:"):
             await sb.close()
+        elif cfg["backend"] != "local":
+            await sb.aclose()
     rec_ = r.record
     out.update(status=r.status, exit_code=r.exit_code, verified=r.verified,
                errors=r.errors, calls=r.calls, refusals=r.refusals,
