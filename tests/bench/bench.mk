@@ -131,3 +131,34 @@ bench-adopt: setup
 		MAF_SHELL_IMAGE=$(SHELL_TEST_IMAGE) tests/upstream/enter $(UPSTREAM_ROOT) \
 		python3 tests/bench/bench_adopt.py --calls $(BENCH_ADOPT_CALLS); rc=$$?; \
 	$(PYTHON) tests/upstream/shell_image.py remove $(SHELL_TEST_IMAGE); exit $$rc
+
+# make bench-codeact: what maf-sandbox-codeact's execute_code costs a host over
+# maf-sandbox-docker (tests/bench/bench_codeact.py), the current release line as published
+# (make upstream-current's /opt/maf-current in the Debian 13 root): maf-sandbox's own exec
+# channel (in python-noshell with busybox's shell added) against maf-launch's channel
+# (with_maf_launch, in python-noshell), side by side in one run, the ways alternated, with
+# programs making 0 and 4 host-tool calls (tests/demo's lookup). Per execute_code: p50 and p90,
+# sandbox operations, engine requests (through a counting proxy on the engine's socket) and
+# docker commands, and where the time goes (acquire, prepare, run, reclaim, dispose). First
+# BENCH_CODEACT_ITERATIONS calls a case and way under the router's default cleanup (a
+# container a call), then BENCH_CODEACT_REUSE_ITERATIONS with one container a way, reclaimed
+# after each call (0: not run). Figures only: a verdict line a case, against its target
+# (upstream's p50 over maf-launch's: 4 calls at least 20x, none at least 1.0x); it fails only
+# when it cannot run or a call's result is wrong. Sets the machine up; every container of the
+# run and the shell image are removed at the end. Three to five minutes here.
+BENCH_CODEACT_ITERATIONS ?= 6
+BENCH_CODEACT_REUSE_ITERATIONS ?= 3
+
+bench-codeact: setup
+	$(MAKE) all images
+	@bash .ci/debian13 $(UPSTREAM_ROOT) || exit 1; \
+	why=$$(PYTHON=$(PYTHON) bash .ci/upstream-venv $(UPSTREAM_ROOT)) || \
+		{ echo "make bench-codeact: $${why#upstream-venv: }"; exit 1; }; \
+	$(PYTHON) tests/upstream/shell_image.py build $(SHELL_TEST_IMAGE) \
+		$(IMAGE_PREFIX)/python-noshell >/dev/null || exit 1; \
+	MAF_BUILD=$(abspath $(BUILD)) MAF_IMAGE_PREFIX=$(IMAGE_PREFIX) \
+		MAF_SHELL_IMAGE=$(SHELL_TEST_IMAGE) MAF_ENTER_PLAIN=1 tests/upstream/enter \
+		$(UPSTREAM_ROOT) /opt/maf-current/bin/python tests/bench/bench_codeact.py \
+		--iterations $(BENCH_CODEACT_ITERATIONS) \
+		--reuse-iterations $(BENCH_CODEACT_REUSE_ITERATIONS); rc=$$?; \
+	$(PYTHON) tests/upstream/shell_image.py remove $(SHELL_TEST_IMAGE); exit $$rc
