@@ -282,6 +282,19 @@ def test_reclaim_on_an_image_without_rm(engine):
         assert await sandbox.stat_file("calls/r/work/made.txt", working_directory=".")
         await sandbox.reclaim("calls/r", working_directory=".", timeout=30)
         assert await sandbox.stat_file("calls/r", working_directory=".") is None
+        # The backend's rm is not tried again in this sandbox: maf-launch's reclaim at once.
+        theirs = sandbox._sandbox.reclaim
+        tried = []
+
+        async def counted(*args, **kwargs):
+            tried.append(args)
+            return await theirs(*args, **kwargs)
+
+        sandbox._sandbox.reclaim = counted
+        await sandbox.write_file("calls/s/work/x", "x", working_directory=".")
+        await sandbox.reclaim("calls/s", working_directory=".", timeout=30)
+        assert await sandbox.stat_file("calls/s", working_directory=".") is None
+        assert tried == []
         with pytest.raises(ValueError):
             await sandbox.reclaim("../../etc", working_directory=".", timeout=30)
 

@@ -122,19 +122,24 @@ class _ReclaimsWithoutAShell:
         self._sandbox = sandbox
         self._channel = channel
         self._base = spec.work_dir if spec.work_dir is not None else "/maf-sandbox/work"
+        # Set once the backend's rm could not run here: the image will not grow one, so its
+        # next reclaims go to maf-launch's at once (an engine round trip each the less).
+        self._refused: Optional[OSError] = None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._sandbox, name)
 
     async def reclaim(self, directory: str, *, working_directory: str, timeout: float) -> None:
-        try:
-            await self._sandbox.reclaim(directory, working_directory=working_directory,
-                                        timeout=timeout)
-            return
-        except OSError as e:
-            if "rm exited 126" not in str(e) and "rm exited 127" not in str(e):
-                raise
-            refused = e
+        refused = self._refused
+        if refused is None:
+            try:
+                await self._sandbox.reclaim(directory, working_directory=working_directory,
+                                            timeout=timeout)
+                return
+            except OSError as e:
+                if "rm exited 126" not in str(e) and "rm exited 127" not in str(e):
+                    raise
+                refused = self._refused = e
         # The same target, by the same rules, as the backend's own reclaim.
         working = resolve_guest_working_directory(working_directory, self._base)
         target = directory
