@@ -125,8 +125,10 @@ def test_maf_host_relay_carries_no_answer_in_an_argv(host, secret):
 # ---- the Python package ----------------------------------------------------------------
 
 def _mafhost():
+    # Another test module may have put host/python there already.
     if str(ROOT / "host" / "python") not in sys.path:
         sys.path.insert(0, str(ROOT / "host" / "python"))
+    if str(ROOT / "tests" / "python") not in sys.path:
         sys.path.append(str(ROOT / "tests" / "python"))  # foreign.py, after our own modules
     import mafhost
     mafhost.load(str(BUILD_TREE / f"libmafhost.so.{mafhost.__version__}"))
