@@ -139,7 +139,9 @@ bench-adopt: setup
 # (with_maf_launch, in python-noshell), side by side in one run, the ways alternated, with
 # programs making 0 and 4 host-tool calls (tests/demo's lookup). Per execute_code: p50 and p90,
 # sandbox operations, engine requests (through a counting proxy on the engine's socket) and
-# docker commands, and where the time goes (acquire, prepare, run, reclaim, dispose). First
+# docker commands, and where the time goes (acquire, prepare, run, reclaim, dispose); and
+# maf-launch's channel on maf-sandbox-bubblewrap (the root entered with MAF_ENTER_PIVOT=1, so
+# that bwrap can make its user namespace; disposal only: that backend reclaims nothing). First
 # BENCH_CODEACT_ITERATIONS calls a case and way under the router's default cleanup (a
 # container a call), then BENCH_CODEACT_REUSE_ITERATIONS with one container a way, reclaimed
 # after each call (0: not run). Figures only: a verdict line a case, against its target
@@ -157,7 +159,7 @@ bench-codeact: setup
 	$(PYTHON) tests/upstream/shell_image.py build $(SHELL_TEST_IMAGE) \
 		$(IMAGE_PREFIX)/python-noshell >/dev/null || exit 1; \
 	MAF_BUILD=$(abspath $(BUILD)) MAF_IMAGE_PREFIX=$(IMAGE_PREFIX) \
-		MAF_SHELL_IMAGE=$(SHELL_TEST_IMAGE) MAF_ENTER_PLAIN=1 tests/upstream/enter \
+		MAF_SHELL_IMAGE=$(SHELL_TEST_IMAGE) MAF_ENTER_PIVOT=1 tests/upstream/enter \
 		$(UPSTREAM_ROOT) /opt/maf-current/bin/python tests/bench/bench_codeact.py \
 		--iterations $(BENCH_CODEACT_ITERATIONS) \
 		--reuse-iterations $(BENCH_CODEACT_REUSE_ITERATIONS); rc=$$?; \

@@ -495,27 +495,41 @@ def count_docker_commands() -> None:
 # ---- the ways and the cases -------------------------------------------------------------------
 @dataclass
 class Way:
-    """One way of serving execute_code: its name, the image its programs run in, and the
-    backend a host builds for it (made once DOCKER_HOST names the proxy)."""
+    """One way of serving execute_code: its name, the image its programs run in (None: the
+    backend's own root), the backend a host builds for it (made once DOCKER_HOST names the
+    proxy), and whether its sandboxes can be kept and reclaimed (else disposal only)."""
     name: str
-    image: str
+    image: Optional[str]
     backend: Callable[[], Any]
+    reclaims: bool = True
+
+
+# maf-sandbox-bubblewrap's runtime root and records, where bwrap can run here (main).
+BUBBLEWRAP: dict = {}
 
 
 def ways() -> list[Way]:
-    """The ways compared: the reference first, then maf-launch's. Another (maf-launch's
-    channel over another backend) is one more entry here; it is measured and printed like
-    these, and the verdicts stay upstream's p50 over maf-launch's on maf-sandbox-docker."""
+    """The ways compared: the reference first, then maf-launch's, then maf-launch's on
+    maf-sandbox-bubblewrap where it runs here (bubblewrap: the backend less its cgroup group
+    where this machine cannot give one, as tests/upstream-current/bubblewrap.py says; it
+    reclaims nothing, so it is measured under disposal only). The verdicts stay upstream's
+    p50 over maf-launch's on maf-sandbox-docker."""
     from maf_sandbox_docker import DockerSandboxBackend, DockerSandboxConfig
 
     from mafhost.maf_sandbox import with_maf_launch
 
-    return [
+    found = [
         Way("upstream", parity.IMAGES[parity.UPSTREAM],
             lambda: DockerSandboxBackend(DockerSandboxConfig())),
         Way("maf-launch", parity.IMAGES[parity.OURS],
             lambda: with_maf_launch(DockerSandboxBackend(DockerSandboxConfig()))),
     ]
+    if BUBBLEWRAP:
+        import bubblewrap
+
+        found.append(Way("bubblewrap", None, lambda: with_maf_launch(bubblewrap.make(
+            BUBBLEWRAP["root"], BUBBLEWRAP["state"] / uuid.uuid4().hex)), reclaims=False))
+    return found
 
 
 def lookup_registry() -> Any:
@@ -572,7 +586,7 @@ class Bench:
         self.proxy = proxy
         self.reuse = reuse
         self.scope = f"maf-bench-codeact-{uuid.uuid4().hex[:8]}"
-        self.ways = ways()
+        self.ways = [way for way in ways() if way.reclaims or not reuse]
         self.routers = {}
         for way in self.ways:
             floor = {"min_cleanup": Cleanup.RECLAIM} if reuse else {}
@@ -749,6 +763,12 @@ def verdicts(records: dict, ws: list[Way]) -> list[str]:
     return out
 
 
+def where(way: Way) -> str:
+    """Where a way with no image runs its programs."""
+    return (f"maf-sandbox-bubblewrap {importlib.metadata.version('maf-sandbox-bubblewrap')}'s "
+            f"sandbox over this Debian 13 root's /usr ({BUBBLEWRAP.get('how', '')})")
+
+
 def loadavg() -> str:
     with open("/proc/loadavg") as f:
         return " ".join(f.read().split()[:3])
@@ -767,16 +787,19 @@ async def main(a: argparse.Namespace) -> None:
     instrument_channels([ExecProgramChannel, MafLaunchChannel])
     started, load = time.monotonic(), loadavg()
     results: dict = {}
+    measured: dict = {}
     bench: Optional[Bench] = None
     outside = 0
     try:
         direct, proxied = await proxy_cost(proxy, a.engine)
         bench = Bench(proxy, reuse=False)
+        measured["dispose"] = bench.ways
         results["dispose"] = await measure(bench, a.iterations, "a container a call")
         if a.reuse_iterations:
             outside += bench.outside
             await bench.close()
             bench = Bench(proxy, reuse=True)
+            measured["reuse"] = bench.ways
             results["reuse"] = await measure(bench, a.reuse_iterations,
                                              "one container a way")
         outside += bench.outside
@@ -784,13 +807,14 @@ async def main(a: argparse.Namespace) -> None:
         if bench is not None:
             await bench.close()
         proxy.close()
-    ws = bench.ways
+    ws = measured["dispose"]
     version = importlib.metadata.version
     engine = docker("version", "-f", "{{.Server.Version}}")
     print(f"bench-codeact: maf-sandbox-codeact {version('maf-sandbox-codeact')}'s "
           f"execute_code over maf-sandbox-docker {version('maf-sandbox-docker')} (maf-sandbox "
           f"{version('maf-sandbox')}, Docker Engine {engine}"
-          f"); {', '.join(f'{w.name} in {w.image}' for w in ws)}; the ways' order alternated "
+          f"); {', '.join(f'{w.name} in {w.image or where(w)}' for w in ws)}; the ways' order "
+          f"alternated "
           f"each iteration; {time.monotonic() - started:.0f} s, load {load} at the start, "
           f"{loadavg()} at the end")
     print(f"the engine's proxy (in every way's path): a /_ping {direct * 1000:.2f} ms straight "
@@ -803,7 +827,10 @@ async def main(a: argparse.Namespace) -> None:
         lines += ["", f"one container a way, each call's directory reclaimed (Cleanup.RECLAIM; "
                   f"the container made by a call not counted), {a.reuse_iterations} calls a "
                   f"case and way:"]
-        lines += table(results["reuse"], ws) + detail(results["reuse"], ws)
+        lines += table(results["reuse"], measured["reuse"])
+        lines += detail(results["reuse"], measured["reuse"])
+        lines += [f"  ({w.name}: not measured so: its backend reclaims nothing, disposal only)"
+                  for w in ws if w.name not in {v.name for v in measured["reuse"]}]
     retried = sum(r.retried for rs in results.values() for v in rs.values() for r in v)
     if retried:
         lines.append(f"upstream's channel could not run the program {retried} time(s) (`docker "
@@ -831,4 +858,18 @@ if __name__ == "__main__":
     args = p.parse_args()
     if args.iterations < 1 or args.reuse_iterations < 0:
         p.error("--iterations takes 1 or more, --reuse-iterations 0 or more")
-    asyncio.run(main(args))
+    import bubblewrap  # noqa: E402
+    why = bubblewrap.why_not_here()
+    if why:
+        print(f"bench-codeact: maf-launch on maf-sandbox-bubblewrap not measured: {why}",
+              file=sys.stderr)
+        asyncio.run(main(args))
+    else:
+        # The channel puts this build's launcher in the sandbox: its runtime has none.
+        os.environ.setdefault("MAFHOST_LAUNCHER", str(conftest.BUILD / "maf-launch"))
+        with bubblewrap.runtime() as root, tempfile.TemporaryDirectory() as state:
+            BUBBLEWRAP.update(root=root, state=Path(state), how=(
+                "the backend less its cgroup group: none can be given here"
+                if not os.environ.get("MAF_BWRAP_CGROUP_ROOT") else "its cgroup group "
+                "delegated"))
+            asyncio.run(main(args))

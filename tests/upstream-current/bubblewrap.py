@@ -136,17 +136,32 @@ class WithoutResourceGroup(BubblewrapSandboxBackend):
                 raise
 
 
-@contextlib.asynccontextmanager
-async def backend(root: Path, state: Path):
-    """maf-sandbox-bubblewrap's backend over root: BubblewrapSandboxBackend.create where
-    MAF_BWRAP_CGROUP_ROOT names a delegated cgroup v2 group, else WithoutResourceGroup (its
-    cgroup_root a path that does not exist, never made)."""
+def config(root: Path, state: Path) -> BubblewrapSandboxConfig:
+    """The backend's configuration over root, its records in state: its cgroup_root the group
+    MAF_BWRAP_CGROUP_ROOT names, else a path that does not exist (never made)."""
     delegated = os.environ.get("MAF_BWRAP_CGROUP_ROOT")
-    config = BubblewrapSandboxConfig(
+    state.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return BubblewrapSandboxConfig(
         runtime_root=root, state_root=state, bwrap=BWRAP,
         cgroup_root=Path(delegated) if delegated else state.parent / "no-cgroup-here")
-    made = await (BubblewrapSandboxBackend.create(config) if delegated
-                  else _without(config))
+
+
+def make(root: Path, state: Path) -> BubblewrapSandboxBackend:
+    """The backend over root, unprobed: BubblewrapSandboxBackend where
+    MAF_BWRAP_CGROUP_ROOT names a delegated group, else WithoutResourceGroup."""
+    made = config(root, state)
+    return BubblewrapSandboxBackend(made) if os.environ.get("MAF_BWRAP_CGROUP_ROOT") \
+        else WithoutResourceGroup(made)
+
+
+@contextlib.asynccontextmanager
+async def backend(root: Path, state: Path):
+    """maf-sandbox-bubblewrap's backend over root: BubblewrapSandboxBackend.create (its probe)
+    where MAF_BWRAP_CGROUP_ROOT names a delegated cgroup v2 group, else
+    WithoutResourceGroup; every sandbox still held is stopped after."""
+    made = make(root, state)
+    if not isinstance(made, WithoutResourceGroup):
+        made = await BubblewrapSandboxBackend.create(made.config)
     try:
         yield made
     finally:
@@ -154,8 +169,4 @@ async def backend(root: Path, state: Path):
             with contextlib.suppress(Exception):
                 await sandbox.stop()
 
-
-async def _without(config: BubblewrapSandboxConfig) -> WithoutResourceGroup:
-    config.state_root.mkdir(mode=0o700, parents=True, exist_ok=True)
-    return WithoutResourceGroup(config)
 
