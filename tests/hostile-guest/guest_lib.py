@@ -103,6 +103,14 @@ HOSTS = [("c", "local"), ("c", "docker"), ("py", "local"), ("py", "docker"), ("c
          ("py", "bwrap")]
 
 
+def covers(backend, transport):
+    """Whether the suite attacks transport over backend. The entered backend (bwrap) is the
+    local one but for where its commands start and its paths lead: its stream, the transport
+    its runs take, is attacked; what a hostile relay, wait or file exchange does to a run is
+    the library's core, attacked over the local backend and Docker."""
+    return backend != "bwrap" or transport == "stream"
+
+
 def host_ids(hb):
     return f"{hb[0]}-{hb[1]}"
 
