@@ -34,7 +34,7 @@ from mafhost.maf_sandbox.serving import broker_pid
 
 import agent
 import bubblewrap
-from conftest import BUILD
+from conftest import BUILD, on_acquired
 from parity import Recorder, project
 
 # agent_framework warns, when make_codeact_tools first imports its security module.
@@ -65,15 +65,7 @@ async def _on_sandbox(here, use):
     """use(backend, sandbox) on a sandbox acquired through with_maf_launch, disposed after."""
     root, state = here
     async with bubblewrap.backend(root, state / uuid.uuid4().hex) as upstream:
-        backend = with_maf_launch(upstream)
-        key = SandboxKey(scope=f"maf-launch-{uuid.uuid4().hex[:8]}", thread_id="t",
-                         agent_id="a")
-        spec = SandboxSpec(kind="maf-launch", requires=CAPS, program=ProgramRequirements())
-        sandbox = await backend.acquire(key, spec)
-        try:
-            return await use(backend, sandbox)
-        finally:
-            await backend.dispose(key, kind=spec.kind)
+        return await on_acquired(with_maf_launch(upstream), "a", use)
 
 
 def test_the_wrapper_declares_the_channel_and_host_tools(here):

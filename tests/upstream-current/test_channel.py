@@ -6,12 +6,11 @@ import asyncio
 import os
 import shutil
 import subprocess
-import uuid
 
 import pytest
 
 from maf_sandbox import (Capability, HostToolRegistry, HostToolRun, ProgramRequirements,
-                         SandboxKey, SandboxObserver, SandboxProgramTimeout, SandboxSpec,
+                         SandboxObserver, SandboxProgramTimeout, SandboxSpec,
                          sandbox_tool)
 from maf_sandbox.conformance import assert_program_channel_conformance
 
@@ -19,7 +18,7 @@ import mafhost.maf_sandbox as adopted
 from mafhost.maf_sandbox import MafLaunchChannel, with_maf_launch
 from local_sandbox import LocalSandbox
 
-from conftest import BUILD
+from conftest import BUILD, on_acquired
 
 LAUNCHER = str(BUILD / "maf-launch")
 IMAGE = os.environ.get("MAF_IMAGE_PREFIX", "maf-launch") + "/python-noshell"
@@ -154,17 +153,7 @@ async def on_docker(agent, channel, use):
     from maf_sandbox_docker import DockerSandboxBackend, DockerSandboxConfig
 
     backend = with_maf_launch(DockerSandboxBackend(DockerSandboxConfig()), channel)
-    key = SandboxKey(scope=f"maf-launch-{uuid.uuid4().hex[:8]}", thread_id="t",
-                     agent_id=agent)
-    spec = SandboxSpec(kind="maf-launch", image=IMAGE, work_dir="/runs",
-                       requires=frozenset({Capability.EXEC, Capability.FILES_IN,
-                                           Capability.FILES_OUT, Capability.HOST_TOOLS}),
-                       program=ProgramRequirements())
-    sandbox = await backend.acquire(key, spec)
-    try:
-        return await use(backend, sandbox)
-    finally:
-        await backend.dispose(key, kind=spec.kind)
+    return await on_acquired(backend, agent, use, image=IMAGE, work_dir="/runs")
 
 
 def test_conformance_on_maf_sandbox_docker_with_python_noshell(engine):
@@ -282,7 +271,9 @@ def test_reclaim_on_an_image_without_rm(engine):
         assert await sandbox.stat_file("calls/r/work/made.txt", working_directory=".")
         await sandbox.reclaim("calls/r", working_directory=".", timeout=30)
         assert await sandbox.stat_file("calls/r", working_directory=".") is None
-        # The backend's rm is not tried again in this sandbox: maf-launch's reclaim at once.
+        # The backend's rm is not tried again in this container, whatever object stands for
+        # it: maf-launch's reclaim at once.
+        assert list(backend.without_rm) == [sandbox.instance_id]
         theirs = sandbox._sandbox.reclaim
         tried = []
 

@@ -21,6 +21,7 @@ with_maf_launch(backend) is the backend, passed through in everything but two th
 Every other attribute and method is the backend's own."""
 from __future__ import annotations
 
+import collections
 import dataclasses
 import posixpath
 import weakref
@@ -30,11 +31,14 @@ from maf_sandbox import BackendDeclarations, Capability
 from maf_sandbox.paths import confine_resolve_guest_path, resolve_guest_working_directory
 
 from .channel import MafLaunchChannel
+from ..local import NativeSandbox
 from .serving import DEFAULT_LAUNCHER, engine_backend
 
 if TYPE_CHECKING:
     from maf_sandbox import SandboxKey, SandboxSpec
 
+# The containers whose missing rm is remembered (MafLaunchBackend.without_rm).
+_KEPT = 256
 # What maf-sandbox-docker probes the image's shell for and maf-launch serves without one.
 _SERVED_WITHOUT_A_SHELL = frozenset({Capability.EXEC, Capability.HOST_TOOLS})
 
@@ -60,6 +64,10 @@ class MafLaunchBackend:
             launcher=launcher, calls_on_stream=_is_docker(backend) or entered, entered=entered)
         self._sandboxes: "weakref.WeakKeyDictionary[Any, _ReclaimsWithoutAShell]" = \
             weakref.WeakKeyDictionary()
+        # The instances (containers) whose rm could not run: the image will not grow one, so
+        # their next reclaims go to maf-launch's at once (one engine round trip each the less),
+        # whatever object the backend hands out for them (the newest 256).
+        self.without_rm: "collections.OrderedDict[str, OSError]" = collections.OrderedDict()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.backend, name)
@@ -104,7 +112,7 @@ class MafLaunchBackend:
         try:
             ours = self._sandboxes.get(sandbox)
             if ours is None:
-                ours = self._sandboxes[sandbox] = _ReclaimsWithoutAShell(sandbox, self.channel,
+                ours = self._sandboxes[sandbox] = _ReclaimsWithoutAShell(sandbox, self,
                                                                          spec)
         except TypeError:       # no weak reference names it: handed on as it is
             return sandbox
@@ -118,19 +126,18 @@ class _ReclaimsWithoutAShell:
     """maf-sandbox-docker's sandbox, whose reclaim takes maf-launch where the image has no
     `rm`; everything else is the sandbox's own."""
 
-    def __init__(self, sandbox: Any, channel: MafLaunchChannel, spec: SandboxSpec) -> None:
+    def __init__(self, sandbox: Any, wrapper: MafLaunchBackend, spec: SandboxSpec) -> None:
         self._sandbox = sandbox
-        self._channel = channel
+        self._wrapper = wrapper
         self._base = spec.work_dir if spec.work_dir is not None else "/maf-sandbox/work"
-        # Set once the backend's rm could not run here: the image will not grow one, so its
-        # next reclaims go to maf-launch's at once (an engine round trip each the less).
-        self._refused: Optional[OSError] = None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._sandbox, name)
 
     async def reclaim(self, directory: str, *, working_directory: str, timeout: float) -> None:
-        refused = self._refused
+        instance = str(getattr(self._sandbox, "instance_id", "") or "")
+        without_rm = self._wrapper.without_rm
+        refused = without_rm.get(instance) if instance else None
         if refused is None:
             try:
                 await self._sandbox.reclaim(directory, working_directory=working_directory,
@@ -139,7 +146,11 @@ class _ReclaimsWithoutAShell:
             except OSError as e:
                 if "rm exited 126" not in str(e) and "rm exited 127" not in str(e):
                     raise
-                refused = self._refused = e
+                refused = e
+                if instance:
+                    without_rm[instance] = e
+                    while len(without_rm) > _KEPT:
+                        without_rm.popitem(last=False)
         # The same target, by the same rules, as the backend's own reclaim.
         working = resolve_guest_working_directory(working_directory, self._base)
         target = directory
@@ -147,10 +158,14 @@ class _ReclaimsWithoutAShell:
             target = confine_resolve_guest_path(target, working)
         if posixpath.normpath(target) != target or target.count("/") < 2:
             raise refused
-        # maf-launch where prepare found (or put) it in this sandbox.
-        looked = self._channel._by_instance.get(str(getattr(self._sandbox, "instance_id", "")))
-        launcher = looked.launcher if looked is not None else self._channel.launcher
-        engine = await engine_backend(self._sandbox, launcher)
+        # maf-launch where prepare found (or put) it in this sandbox, through the engine
+        # prepare found it by.
+        channel = self._wrapper.channel
+        looked = channel._by_instance.get(instance)
+        launcher = looked.launcher if looked is not None else channel.launcher
+        engine = looked.backend if looked is not None and \
+            isinstance(looked.backend, NativeSandbox) else \
+            await engine_backend(self._sandbox, launcher)
         if engine is None:
             raise refused
         said = await engine.exec([launcher, "reclaim", "--run-dir", target],
