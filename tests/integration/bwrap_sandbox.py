@@ -1,7 +1,8 @@
 """A sandbox as maf-sandbox-bubblewrap starts one, for the tests of the local backend entered
 into it (mafh_backend_local_enter_new): bwrap with a namespace of its own of every kind but
 time, user namespaces then refused in it, every capability dropped, this machine's / read-only
-with /proc, /dev and a tmpfs on /tmp and /run of its own; its PID 1 a python3 that waits on
+with /proc, /dev and a tmpfs on /tmp and /run of its own (the checkout bound again over them,
+read-only); its PID 1 a python3 that waits on
 a pipe the test holds, so that closing the pipe ends it. bwrap's own process stays outside
 as the parent of that PID 1, which is the process to enter."""
 import os
@@ -17,6 +18,10 @@ OPTIONS = ["--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc",
            "--clearenv", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev",
            "--tmpfs", "/tmp", "--tmpfs", "/run", "--setenv", "PATH", "/usr/bin:/bin",
            "--chdir", "/"]
+# The checkout, read-only at its own path over the tmpfs mounts: a fresh clone may be below
+# this machine's /tmp, and the tests run its build's maf-launch in the sandbox.
+CHECKOUT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+OPTIONS += ["--ro-bind", CHECKOUT, CHECKOUT]
 INIT = ["/usr/bin/python3", "-c", "import sys; sys.stdin.read()"]
 NAMESPACES = ("user", "mnt", "pid", "net", "ipc", "uts", "cgroup", "time")
 
