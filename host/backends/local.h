@@ -54,7 +54,7 @@ struct mafh__local_enter {
 	int cgroup;     /* its cgroup v2 group, or -1 where it is ours */
 	int ns;         /* CLONE_NEW* of each namespace of its that is not ours */
 };
-/* Opens what e holds of process pid; 0, or a negative errno with a sentence in err. */
+/* Opens what e holds of process pid (> 0); 0, or a negative errno with a sentence in err. */
 int mafh__local_enter_open(int pid, struct mafh__local_enter *e, struct mafh_error *err);
 /* 0 while e's process runs (or e is NULL); once it has ended, -ESRCH with a sentence in
  * err: a file op reached its root too late to have reached its sandbox. */

@@ -177,8 +177,6 @@ int mafh__local_enter_open(int pid, struct mafh__local_enter *e, struct mafh_err
 
 	memset(e, 0, sizeof(*e));
 	e->pidfd = e->root = e->cgroup = -1;
-	if (pid <= 0)
-		return mafh__error_set(err, MAFH_EINVAL, "no process %d to enter", pid);
 	e->pid = pid;
 	e->pidfd = (int)syscall(SYS_pidfd_open, pid, 0u);
 	if (e->pidfd < 0 && errno == ESRCH)

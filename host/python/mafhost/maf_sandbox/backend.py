@@ -32,7 +32,7 @@ from maf_sandbox.paths import confine_resolve_guest_path, resolve_guest_working_
 
 from .channel import MafLaunchChannel
 from ..local import NativeSandbox
-from .serving import DEFAULT_LAUNCHER, engine_backend
+from .serving import DEFAULT_LAUNCHER, engine_backend, of_package
 
 if TYPE_CHECKING:
     from maf_sandbox import SandboxKey, SandboxSpec
@@ -44,13 +44,7 @@ _SERVED_WITHOUT_A_SHELL = frozenset({Capability.EXEC, Capability.HOST_TOOLS})
 
 
 def _is_docker(backend: object) -> bool:
-    return any(t.__module__.split(".")[0] == "maf_sandbox_docker"
-               for t in type(backend).__mro__)
-
-
-def _is_bubblewrap(backend: object) -> bool:
-    return any(t.__module__.split(".")[0] == "maf_sandbox_bubblewrap"
-               for t in type(backend).__mro__)
+    return of_package(backend, "maf_sandbox_docker")
 
 
 class MafLaunchBackend:
@@ -59,7 +53,7 @@ class MafLaunchBackend:
     def __init__(self, backend: Any, channel: Optional[MafLaunchChannel] = None, *,
                  launcher: str = DEFAULT_LAUNCHER) -> None:
         self.backend = backend
-        entered = _is_bubblewrap(backend)
+        entered = of_package(backend, "maf_sandbox_bubblewrap")
         self.channel = channel or MafLaunchChannel(
             launcher=launcher, calls_on_stream=_is_docker(backend) or entered, entered=entered)
         self._sandboxes: "weakref.WeakKeyDictionary[Any, _ReclaimsWithoutAShell]" = \

@@ -32,7 +32,8 @@ _SIGNALLED_GROUP = " and its process group was sent SIGKILL"
 _NOT_SIGNALLED = " and could not be signalled, so it may still be running"
 
 
-def _of_package(obj: object, package: str) -> bool:
+def of_package(obj: object, package: str) -> bool:
+    """Whether obj is of a class of package (a distribution's top-level module)."""
     return any(t.__module__.split(".")[0] == package for t in type(obj).__mro__)
 
 
@@ -51,9 +52,10 @@ def _pid_one(pid: int) -> bool:
 
 def broker_pid(sandbox: Any) -> Optional[int]:
     """The process maf-sandbox-bubblewrap's sandbox serves its operations from (its broker,
-    the first process of the sandbox's PID namespace), or None (it is gone). Looked for in the sandbox's cgroup v2 group (the backend's cgroup_root,
-    maf-INSTANCE), which holds every process of the sandbox, else among the children of
-    the bwrap process the backend started."""
+    the first process of the sandbox's PID namespace), or None (it is gone). Looked for in
+    the sandbox's cgroup v2 group (the backend's cgroup_root, maf-INSTANCE), which holds
+    every process of the sandbox, else among the children of the bwrap process the backend
+    started."""
     candidates: list[int] = []
     instance = str(getattr(sandbox, "instance_id", "") or "")
     config = getattr(getattr(sandbox, "backend", None), "config", None)
@@ -82,7 +84,7 @@ async def engine_backend(sandbox: MafSandbox, launcher: str) -> Optional[NativeS
     sandbox (None where its engine is not reachable from here); the local backend entered
     into a maf-sandbox-bubblewrap sandbox (EnteredSandbox, its broker's namespaces, cgroup
     and root), whose own exec holds no run: it kills what each command leaves behind."""
-    if _of_package(sandbox, "maf_sandbox_bubblewrap"):
+    if of_package(sandbox, "maf_sandbox_bubblewrap"):
         broker = broker_pid(sandbox)
         if broker is None:
             raise ValueError("the bubblewrap sandbox's broker process was not found (in its "
