@@ -60,7 +60,6 @@ import contextlib
 import contextvars
 import functools
 import importlib.metadata
-import importlib.util
 import inspect
 import json
 import os
@@ -533,34 +532,12 @@ def ways() -> list[Way]:
 
 
 def lookup_registry() -> Any:
-    """The four tools of tests/demo's lookup, over its data, as maf-sandbox host tools."""
-    from maf_sandbox import HostToolRegistry, sandbox_tool
+    """The four tools of tests/demo's lookup, over its data, as maf-sandbox host tools: the
+    registry test_agent.py's conversation uses (agent.lookup; its log, a few tuples a call,
+    is not read here)."""
+    import agent
 
-    spec = importlib.util.spec_from_file_location("demo_tools",
-                                                  ROOT / "tests" / "demo" / "tools_server.py")
-    assert spec is not None and spec.loader is not None
-    demo = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(demo)
-    tools = demo.make_tools(demo.load(str(ROOT / "tests" / "demo" / "data.json")))
-    stamp = sandbox_tool(source=None, sink=None, identity=None)
-
-    # `state`, not the demo's `name`: the shim's call() takes the tool's name as `name`.
-    def state_id(state: str) -> int:
-        return tools["state_id"]({"name": state})
-
-    def stores_in_state(state_id: int) -> list:
-        return tools["stores_in_state"]({"state_id": state_id})
-
-    def sales_for_store(store_id: int) -> list:
-        return tools["sales_for_store"]({"store_id": store_id})
-
-    def product_name(product_id: int) -> str:
-        return tools["product_name"]({"product_id": product_id})
-
-    registry = HostToolRegistry()
-    for tool in (state_id, stores_in_state, sales_for_store, product_name):
-        registry.register(stamp(tool))
-    return registry
+    return agent.lookup([], None)
 
 
 PROGRAMS = {
