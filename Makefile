@@ -254,8 +254,9 @@ hostile-guest: all
 # service, as root and rootless (a user of its own, made and removed). Their own tests (the sentences of each certificate and connection error,
 # contexts; one event loop serving 100 runs at once on each of this machine's engine, the
 # TLS one and Podman, in containers of maf-launch/python-noshell, which is built first as
-# for images-test), then the whole of tests/docker over each, and the image tests (the images
-# built into it) over each Podman. Skipped where one cannot be started, unless REQUIRE_DOCKER=1.
+# for images-test), then the whole of tests/docker over each (over ssh, where each connection
+# is a login, 32 execs at once rather than 128), and the image tests (the images built into
+# it) over each Podman. Skipped where one cannot be started, unless REQUIRE_DOCKER=1.
 engines: all $(PROBE_BIN) $(BUILD)/docker/docker_ops
 	@if [ "$(REQUIRE_DOCKER)" = 1 ] || $(DOCKER) info >/dev/null 2>&1; then \
 		$(MAKE) --no-print-directory images; fi
@@ -263,7 +264,7 @@ engines: all $(PROBE_BIN) $(BUILD)/docker/docker_ops
 		-p no:cacheprovider tests/engines
 	MAF_BUILD=$(abspath $(BUILD)) $(PYTHON) tests/engines/engines.py tls -- \
 		$(PYTHON) -m pytest -q -p no:cacheprovider tests/docker
-	MAF_BUILD=$(abspath $(BUILD)) $(PYTHON) tests/engines/engines.py ssh -- \
+	MAF_BUILD=$(abspath $(BUILD)) MAF_DOCKER_MANY=32 $(PYTHON) tests/engines/engines.py ssh -- \
 		$(PYTHON) -m pytest -q -p no:cacheprovider tests/docker
 	for podman in podman podman-rootless; do \
 		MAF_BUILD=$(abspath $(BUILD)) $(PYTHON) tests/engines/engines.py $$podman -- sh -c \

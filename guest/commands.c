@@ -70,6 +70,12 @@ static const struct mafl_opt run_opts[] = {
 	 MAFL_O_MAX_MEMORY, 0},
 	{"--writable", "PATH", "a directory or file outside R the program may also write "
 	 "(Landlock; repeatable, at most 16)", MAFL_O_WRITABLE, MAFL_COMPLETE_FILE},
+	{"--files-stdin", NULL, "first put files in R/host_tools from stdin, read to its end: "
+	 "each a line 'NAME SIZE' (NAME one path component, not starting with '.'; SIZE "
+	 "decimal) and then SIZE bytes; at most 16 files and 64 MiB in all. Each is written "
+	 "beside NAME and renamed over it (mode 0644), so a symlink there is replaced, never "
+	 "followed. R and its parents are made where missing (mode 0755). The program is "
+	 "launched only once all are in place", MAFL_O_FILES_STDIN, 0},
 	{0},
 };
 
@@ -146,6 +152,14 @@ static const struct mafl_opt stop_opts[] = {
 	{"--supervisor-pid", "P", "the run's supervisor (required)", MAFL_O_SUPERVISOR_PID, 0},
 	{"--timeout", "S", "seconds to wait for P before killing (default: 10)", MAFL_O_TIMEOUT,
 	 0},
+	{"--output", "N", "once the run has ended, print its output (R/host_tools/"
+	 "program_output.txt) after the exit record, if it is at most N bytes (the format "
+	 "above)", MAFL_O_OUTPUT, 0},
+	{"--reclaim", NULL, "then delete R as 'maf-launch reclaim' does; only once the exit "
+	 "record is printed (and with --output, the output or that there is none)",
+	 MAFL_O_RECLAIM, 0},
+	{"--keep", "NAME", "with --reclaim: leave R and R/NAME, as 'maf-launch reclaim --keep'",
+	 MAFL_O_KEEP, 0},
 	{0},
 };
 
@@ -292,7 +306,8 @@ const struct mafl_command mafl_commands[MAFL_NCOMMANDS + 1] = {
 	[MAFL_COMMAND_STOP] = {
 		"stop", FN(mafl_cmd_stop),
 		"end a run's whole process tree through its verified supervisor",
-		"--run-dir R --supervisor-pid P [--timeout S]",
+		"--run-dir R --supervisor-pid P [--timeout S] [--output N] [--reclaim [--keep "
+		"NAME]]",
 		"Ends run R's whole process tree through its supervisor P (supervisor_pid in the "
 		"launch line), and signals nothing before P is proven to be it: through a pidfd "
 		"(so a recycled pid is never hit), P must run this maf-launch executable, lead its "
@@ -301,14 +316,23 @@ const struct mafl_command mafl_commands[MAFL_NCOMMANDS + 1] = {
 		"after the timeout, SIGKILL to its descendants and to P (the exit record may then "
 		"be missing).\n"
 		"Prints the exit record (R/host_tools/program_exit.json) if there is one.\n"
+		"With --output N, stdout is the record's line (an empty line when there is none), "
+		"then one line for the output and what it says: 'output B' and then exactly B "
+		"bytes, the whole output; 'output absent'; 'output over' (larger than N bytes: "
+		"nothing of it printed); or 'output unreadable' (why on stderr).\n"
+		"With --reclaim, once the record is printed (and with --output, all but an "
+		"unreadable output) R is deleted as 'maf-launch reclaim' does; without a record, "
+		"R is left for the host to read.\n"
 		"When the launcher was root, every process of the run's own identity (uid 1048576 "
 		"+ P, or 268435456 + P from P 1048576 on) is killed too, wherever it went: also "
 		"when P is gone, so that nothing of a run whose supervisor was killed survives it.",
 		stop_opts,
-		"0 the run has ended (or had already: P is gone and left the exit marker), 1 P is "
-		"not the supervisor of run R (nothing signalled), 3 the run is lost: P is gone and "
-		"left no exit marker and record it wrote (a marker or record that is not the "
-		"supervisor's own is not accepted), 2 usage, 125 other failure.",
+		"0 the run has ended (or had already: P is gone and left the exit marker), and "
+		"with --reclaim R is deleted if the record was printed, 1 P is not the supervisor "
+		"of run R (nothing signalled), 3 the run is lost: P is gone and left no exit "
+		"marker and record it wrote (a marker or record that is not the supervisor's own is "
+		"not accepted), 4 the run has ended and all is printed, but R could not be deleted "
+		"(what is left named on stderr), 2 usage, 125 other failure.",
 		0, MAFL_COMPLETE_NONE,
 	},
 	[MAFL_COMMAND_RECLAIM] = {

@@ -10,6 +10,12 @@ int mafl_cmd_run(int argc, char **argv);
 int mafl_cmd_policy(int argc, char **argv);
 int mafl_cmd_stop(int argc, char **argv);
 int mafl_cmd_reclaim(int argc, char **argv);
+/* reclaim's work, for a run_dir already checked (absolute, no trailing '/') and keep NULL or
+ * a name mafl_reclaim_keep_check passed: returns 0 when it is done, or exits as reclaim
+ * does (1 something left, each named on stderr; 2, 125). */
+int mafl_reclaim(const char *run_dir, const char *keep);
+/* NULL if name is one entry of R that --keep may name, else why not. */
+const char *mafl_reclaim_keep_check(const char *name);
 int mafl_cmd_wait(int argc, char **argv);
 int mafl_cmd_relay(int argc, char **argv);
 int mafl_cmd_serve(int argc, char **argv);

@@ -64,7 +64,19 @@ struct run_opts {
 	unsigned long long max_procs;       /* RLIMIT_NPROC with an own identity; 0: none */
 	unsigned long long max_memory;      /* RLIMIT_AS; 0: none */
 	const char *writable[MAFL_WRITABLE_MAX + 1]; /* --writable, NULL-terminated */
+	int files_stdin;                    /* --files-stdin */
 };
+
+/* --files-stdin (stage.c): at most this many files, of this many bytes in all. */
+#define MAFL_STAGE_FILES_MAX 16
+#define MAFL_STAGE_BYTES_MAX (64ULL << 20)
+/* One file's line without its newline, line[0..len): NULL with NAME (NUL-terminated) and its
+ * SIZE, or why it is not "NAME SIZE". */
+const char *mafl_stage_header(const char *line, size_t len, char *name,
+			      unsigned long long *size);
+/* Reads stdin to its end and puts each file it holds in R/host_tools (opened: host_tools);
+ * dies, usage (2) for what is not the format, launcher (125) for what cannot be done. */
+void mafl_stage_files(int host_tools, const char *run_dir);
 
 /* What the supervisor tells the launcher through the status pipe, once: the launcher writes
  * text as it is, to stdout when exit_code is 0 and to stderr otherwise, and exits with

@@ -40,6 +40,9 @@ enum mafl_opt_key {
 	MAFL_O_MAX_ANSWER_BYTES,
 	MAFL_O_KEEP,
 	MAFL_O_ACK,
+	MAFL_O_OUTPUT,
+	MAFL_O_RECLAIM,
+	MAFL_O_FILES_STDIN,
 };
 
 /* What a shell completes a value or an operand with. */

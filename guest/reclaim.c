@@ -284,8 +284,7 @@ static int remove_entry(struct reclaim *r, int dfd, const char *name, int depth)
 	return -1;
 }
 
-/* NULL if name is one path component --keep may name, else why not. */
-static const char *keep_check(const char *name)
+const char *mafl_reclaim_keep_check(const char *name)
 {
 	if (!name[0])
 		return "it is empty";
@@ -319,7 +318,7 @@ static void reclaim_parse(int argc, char **argv, char *run_dir, const char **kee
 			*keep = v;
 		}
 	}
-	if (*keep && (why = keep_check(*keep)))
+	if (*keep && (why = mafl_reclaim_keep_check(*keep)))
 		mafl_die(MAFP_EXIT_USAGE, "bad --keep NAME: %s", why);
 	if (!run_dir_arg)
 		mafl_die(MAFP_EXIT_USAGE, "--run-dir is required (try 'maf-launch reclaim "
@@ -360,13 +359,21 @@ static int open_root(struct reclaim *r, int parent_fd, const char *base, const c
 
 int mafl_cmd_reclaim(int argc, char **argv)
 {
-	const char *keep, *base;
-	char run_dir[MAFP_RUN_DIR_MAX + 1], parent[MAFP_RUN_DIR_MAX + 1];
+	const char *keep;
+	char run_dir[MAFP_RUN_DIR_MAX + 1];
+
+	reclaim_parse(argc, argv, run_dir, &keep);
+	return mafl_reclaim(run_dir, keep);
+}
+
+int mafl_reclaim(const char *run_dir, const char *keep)
+{
+	const char *base;
+	char parent[MAFP_RUN_DIR_MAX + 1];
 	struct reclaim r;
 	struct rlimit rl;
 	int parent_fd, rc;
 
-	reclaim_parse(argc, argv, run_dir, &keep);
 	/* R is removed from its parent by name, so split it. */
 	base = strrchr(run_dir, '/') + 1;
 	if (base == run_dir + 1) {

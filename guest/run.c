@@ -148,6 +148,9 @@ static void run_option(struct run_opts *o, int key, const char *v, size_t *ntool
 	case MAFL_O_LANDLOCK:
 		mafl_policy_option(&o->policy, "--landlock", v);
 		break;
+	case MAFL_O_FILES_STDIN:
+		o->files_stdin = 1;
+		break;
 	}
 }
 
@@ -319,10 +322,31 @@ static int open_subdir(int run_fd, const char *run_dir, const char *name)
 	return fd;
 }
 
+/* --files-stdin: R made where it is missing, with its parents (mode 0755), as the host's
+ * write of a file below it would make them. */
+static void make_run_dir(const char *run_dir)
+{
+	char path[MAFP_RUN_DIR_MAX + 1];
+	size_t i, n = strlen(run_dir);
+
+	memcpy(path, run_dir, n + 1);
+	for (i = 1; i <= n; i++) {
+		if (path[i] != '/' && path[i] != '\0')
+			continue;
+		path[i] = '\0';
+		if (mkdir(path, 0755) < 0 && errno != EEXIST)
+			mafl_die_errno(MAFP_EXIT_LAUNCHER, "cannot make %s for the run directory %s",
+				       path, run_dir);
+		path[i] = i < n ? '/' : '\0';
+	}
+}
+
 static void open_dirs(const struct run_opts *o, struct run_dirs *d)
 {
 	struct stat st;
 
+	if (o->files_stdin && lstat(o->run_dir, &st) < 0 && errno == ENOENT)
+		make_run_dir(o->run_dir);
 	if (lstat(o->run_dir, &st) < 0) {
 		if (errno == ENOENT)
 			mafl_die(MAFP_EXIT_USAGE, "the run directory %s does not exist",
@@ -576,6 +600,8 @@ int mafl_cmd_run(int argc, char **argv)
 	}
 	open_dirs(&o, &d);
 	MAFL_MARK("launcher: R and R/host_tools opened");
+	if (o.files_stdin)
+		mafl_stage_files(d.host_tools, o.run_dir);
 	o.envp = mafl_run_build_env(environ, o.run_dir);
 	if (!o.envp)
 		mafl_die(MAFP_EXIT_LAUNCHER, "out of memory");

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,7 +38,20 @@
 #define STOP_DEFAULT_TIMEOUT_MS 10000
 #define STOP_EXIT_NOT_SUPERVISOR 1
 #define STOP_EXIT_LOST 3
+#define STOP_EXIT_NOT_RECLAIMED 4
+#define STOP_OUTPUT_MAX (1ULL << 40)	/* --output's N: at most 1 TiB */
 #define STOP_KILL_WAIT_MS 5000		/* for P to die after SIGKILL */
+
+/* What stop was asked: R without its trailing slashes, P, and what comes after the end. */
+struct stop_args {
+	char run_dir[MAFP_RUN_DIR_MAX + 1];
+	unsigned long long pid;
+	long long timeout_ms;
+	int output;			/* --output given: its N in output_max */
+	unsigned long long output_max;
+	int reclaim;
+	const char *keep;
+};
 
 /* The process the host named: pidfd is -1 when the kernel has no pidfd_open. */
 struct target {
@@ -173,6 +187,134 @@ static int print_exit_record(const char *run_dir)
 	return 1;
 }
 
+static void out(const void *buf, size_t len)
+{
+	if (mafl_write_all(1, buf, len) < 0)
+		mafl_die_errno(MAFP_EXIT_LAUNCHER, "cannot write to stdout");
+}
+
+/* --output: the output's line, and the output after it when it is there whole. Returns 0
+ * when it could not be read (R is then not reclaimed), else 1. */
+static int print_output(const char *run_dir, unsigned long long max)
+{
+	char line[64], *buf = NULL;
+	size_t len = 0, size = 0;
+	struct stat st;
+	int ht = open_host_tools(run_dir), fd = -1, err;
+
+	if (ht >= 0) {
+		fd = mafl_open_regular_at(ht, MAFP_FILE_OUTPUT, &st);
+		err = errno;
+		close(ht);
+	} else {
+		err = errno;
+	}
+	/* Not a regular file is no output, as the host's read-if-present has it. */
+	if (fd < 0 && (err == ENOENT || err == EINVAL || err == ENOTDIR)) {
+		out("output absent\n", 14);
+		return 1;
+	}
+	if (fd < 0) {
+		mafl_warnx("cannot open the output of %s: %s", run_dir, strerror(err));
+		out("output unreadable\n", 18);
+		return 0;
+	}
+	if ((unsigned long long)st.st_size > max) {
+		close(fd);
+		out("output over\n", 12);
+		return 1;
+	}
+	/* The size read, not the size looked at: whatever the file holds at the end, once. */
+	for (;;) {
+		ssize_t n;
+
+		if (len == size) {
+			size_t want = size ? size * 2 : (size_t)st.st_size + 1;
+			char *p;
+
+			if (want > max + 1)
+				want = (size_t)max + 1;
+			if (want <= size || !(p = realloc(buf, want))) {
+				if (want <= size)
+					break;	/* max + 1 bytes held: over */
+				free(buf);
+				close(fd);
+				mafl_warnx("out of memory reading the output of %s", run_dir);
+				out("output unreadable\n", 18);
+				return 0;
+			}
+			buf = p;
+			size = want;
+		}
+		n = read(fd, buf + len, size - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			err = errno;
+			free(buf);
+			close(fd);
+			mafl_warnx("cannot read the output of %s: %s", run_dir, strerror(err));
+			out("output unreadable\n", 18);
+			return 0;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	if (len > max) {
+		free(buf);
+		out("output over\n", 12);
+		return 1;
+	}
+	snprintf(line, sizeof(line), "output %zu\n", len);
+	out(line, strlen(line));
+	out(buf, len);
+	free(buf);
+	return 1;
+}
+
+/* reclaim's work in a child of its own, since it ends by exiting. Returns stop's exit code. */
+static int reclaim_run_dir(const char *run_dir, const char *keep)
+{
+	int status;
+	pid_t child = fork();
+
+	if (child < 0) {
+		mafl_warnx("cannot fork to reclaim %s: %s", run_dir, strerror(errno));
+		return STOP_EXIT_NOT_RECLAIMED;
+	}
+	if (child == 0)
+		_exit(mafl_reclaim(run_dir, keep));
+	while (waitpid(child, &status, 0) < 0) {
+		if (errno != EINTR) {
+			mafl_warnx("cannot wait for the reclaim of %s: %s", run_dir,
+				   strerror(errno));
+			return STOP_EXIT_NOT_RECLAIMED;
+		}
+	}
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return 0;
+	mafl_warnx("run %s has ended, and it was not reclaimed", run_dir);
+	return STOP_EXIT_NOT_RECLAIMED;
+}
+
+/* The run has ended and its record is printed if had: --output's part, then --reclaim's.
+ * Returns stop's exit code. */
+static int finish(const struct stop_args *o, int had)
+{
+	int whole = 1;
+
+	if (o->output) {
+		if (!had)
+			out("\n", 1);
+		whole = print_output(o->run_dir, o->output_max);
+	}
+	if (!o->reclaim || !had || !whole)
+		return 0;
+	return reclaim_run_dir(o->run_dir, o->keep);
+}
+
 /* When the launcher was root, the run's processes are every process of its own identity,
  * derived from the supervisor's pid (identity.h): killing them needs no supervisor. An
  * identity --user gave is not derived, and not swept here. */
@@ -205,8 +347,11 @@ static int written_by_supervisor(const char *run_dir, const char *name)
 
 /* P is gone (or exited) before we signalled anything: what it left is accepted only if it
  * wrote it. */
-static int already_gone(const struct target *t, const char *run_dir)
+static int already_gone(const struct target *t, const struct stop_args *o)
 {
+	const char *run_dir = o->run_dir;
+	int had;
+
 	sweep(t->pid);
 	if (!has_exit_marker(run_dir))
 		mafl_die(STOP_EXIT_LOST, "the supervisor %d is gone and run %s has no exit "
@@ -216,9 +361,9 @@ static int already_gone(const struct target *t, const char *run_dir)
 		mafl_die(STOP_EXIT_LOST, "the supervisor %d is gone and the exit marker or "
 			 "record of run %s is not one it wrote: the run is lost", (int)t->pid,
 			 run_dir);
-	print_exit_record(run_dir);
+	had = print_exit_record(run_dir);
 	mafl_warnx("run %s had already ended", run_dir);
-	return 0;
+	return finish(o, had);
 }
 
 /* SIGKILL to every descendant of P until a scan finds none, then to P. */
@@ -236,50 +381,70 @@ static void kill_tree(const struct target *t)
 	target_signal(t, SIGKILL);
 }
 
-/* Reads stop's options: R without its trailing slashes into run_dir, P into *pid, the
- * timeout into *timeout_ms. */
-static void stop_parse(int argc, char **argv, char *run_dir, unsigned long long *pid,
-		       long long *timeout_ms)
+/* Reads stop's options into *o. */
+static void stop_parse(int argc, char **argv, struct stop_args *o)
 {
 	const char *run_dir_arg = NULL, *pid_arg = NULL, *v, *why;
 	struct mafl_args a;
 	size_t len;
 	int key;
 
-	*timeout_ms = STOP_DEFAULT_TIMEOUT_MS;
+	memset(o, 0, sizeof(*o));
+	o->timeout_ms = STOP_DEFAULT_TIMEOUT_MS;
 	mafl_opt_init(&a, &mafl_commands[MAFL_COMMAND_STOP], argc, argv);
 	while ((key = mafl_opt_next(&a, &v)) != MAFL_OPT_END) {
-		if (key == MAFL_O_RUN_DIR)
+		if (key == MAFL_O_RUN_DIR) {
 			run_dir_arg = v;
-		else if (key == MAFL_O_SUPERVISOR_PID)
+		} else if (key == MAFL_O_SUPERVISOR_PID) {
 			pid_arg = v;
-		else if (mafl_parse_seconds_ms(v, 86400000LL, timeout_ms) < 0)
+		} else if (key == MAFL_O_OUTPUT) {
+			if (mafl_parse_u64(v, STOP_OUTPUT_MAX, &o->output_max) < 0)
+				mafl_die(MAFP_EXIT_USAGE, "--output takes a number of bytes up to "
+					 "%llu, not '%s'", STOP_OUTPUT_MAX, v);
+			o->output = 1;
+		} else if (key == MAFL_O_RECLAIM) {
+			o->reclaim = 1;
+		} else if (key == MAFL_O_KEEP) {
+			if (o->keep)
+				mafl_die(MAFP_EXIT_USAGE, "--keep may be given once");
+			if ((why = mafl_reclaim_keep_check(v)))
+				mafl_die(MAFP_EXIT_USAGE, "bad --keep NAME: %s", why);
+			o->keep = v;
+		} else if (mafl_parse_seconds_ms(v, 86400000LL, &o->timeout_ms) < 0) {
 			mafl_die(MAFP_EXIT_USAGE, "--timeout takes a number of seconds up to "
 				 "86400, not '%s'", v);
+		}
 	}
 	if (!run_dir_arg || !pid_arg)
 		mafl_die(MAFP_EXIT_USAGE, "--run-dir and --supervisor-pid are required (try "
 			 "'maf-launch stop --help')");
+	if (o->keep && !o->reclaim)
+		mafl_die(MAFP_EXIT_USAGE, "--keep goes with --reclaim");
 	if (mafp_run_dir_check(run_dir_arg, &why) < 0)
 		mafl_die(MAFP_EXIT_USAGE, "bad --run-dir '%s': %s", run_dir_arg, why);
-	if (mafl_parse_u64(pid_arg, 0x7fffffff, pid) < 0 || *pid < 2)
+	if (mafl_parse_u64(pid_arg, 0x7fffffff, &o->pid) < 0 || o->pid < 2)
 		mafl_die(MAFP_EXIT_USAGE, "--supervisor-pid takes a process id greater than 1, "
 			 "not '%s'", pid_arg);
 	len = strlen(run_dir_arg);
-	memcpy(run_dir, run_dir_arg, len + 1);
-	strip_slashes(run_dir, &len);
-	run_dir[len] = '\0';
+	memcpy(o->run_dir, run_dir_arg, len + 1);
+	strip_slashes(o->run_dir, &len);
+	o->run_dir[len] = '\0';
 }
 
 int mafl_cmd_stop(int argc, char **argv)
 {
-	char run_dir[MAFP_RUN_DIR_MAX + 1], reason[768];
+	struct stop_args o;
+	char reason[768];
+	const char *run_dir = o.run_dir;
 	long long timeout_ms;
 	unsigned long long pid;
 	struct target t;
 	struct stat self;
+	int had;
 
-	stop_parse(argc, argv, run_dir, &pid, &timeout_ms);
+	stop_parse(argc, argv, &o);
+	pid = o.pid;
+	timeout_ms = o.timeout_ms;
 	if ((pid_t)pid == getpid())
 		mafl_die(STOP_EXIT_NOT_SUPERVISOR, "process %llu is this stop command; nothing was "
 			 "signalled", pid);
@@ -291,14 +456,14 @@ int mafl_cmd_stop(int argc, char **argv)
 	t.pidfd = (int)syscall(SYS_pidfd_open, t.pid, 0);
 	if (t.pidfd < 0) {
 		if (errno == ESRCH)
-			return already_gone(&t, run_dir);
+			return already_gone(&t, &o);
 		if (errno != ENOSYS)
 			mafl_die_errno(MAFP_EXIT_LAUNCHER, "cannot open a pidfd for process %d",
 				       t.pid);
 		/* Before Linux 5.3: plain kill, each one preceded by a fresh check. */
 	}
 	if (target_exited(&t))
-		return already_gone(&t, run_dir);
+		return already_gone(&t, &o);
 	if (mafl_prove_supervisor(t.pid, run_dir, &self, reason, sizeof(reason)) < 0) {
 		/* A supervisor that exited just now fails the checks as a zombie, and one still
 		 * exiting (it publishes the exit marker, then exits) fails them too, since its
@@ -311,17 +476,17 @@ int mafl_cmd_stop(int argc, char **argv)
 				;
 		}
 		if (target_exited(&t))
-			return already_gone(&t, run_dir);
+			return already_gone(&t, &o);
 		mafl_die(STOP_EXIT_NOT_SUPERVISOR, "process %d is not the supervisor of run "
 			 "%s: %s; nothing was signalled", t.pid, run_dir, reason);
 	}
 	/* While the pidfd's process has not exited, pid P cannot have been reused, so what
 	 * /proc/P showed was that process. */
 	if (target_exited(&t))
-		return already_gone(&t, run_dir);
+		return already_gone(&t, &o);
 	if (target_signal(&t, SIGTERM) < 0) {
 		if (errno == ESRCH)
-			return already_gone(&t, run_dir);
+			return already_gone(&t, &o);
 		mafl_die_errno(MAFP_EXIT_LAUNCHER, "cannot signal the supervisor %d", t.pid);
 	}
 	if (!target_wait(&t, timeout_ms)) {
@@ -341,7 +506,8 @@ int mafl_cmd_stop(int argc, char **argv)
 				 "SIGKILL", t.pid);
 	}
 	sweep(t.pid);
-	if (!print_exit_record(run_dir) && !has_exit_marker(run_dir))
+	had = print_exit_record(run_dir);
+	if (!had && !has_exit_marker(run_dir))
 		mafl_warnx("run %s has ended without an exit record", run_dir);
-	return 0;
+	return finish(&o, had);
 }

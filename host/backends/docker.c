@@ -435,7 +435,8 @@ int mafh_backend_docker_new(const char *container, const char *launcher_path,
 	 * one exec each. The engine offers no notification of a file. */
 	rc = mafh__backend_new_nb(MAFH_CAP_EXEC | MAFH_CAP_FILES_IN | MAFH_CAP_FILES_OUT |
 				  MAFH_CAP_DETACHED_EXEC | MAFH_CAP_BLOCKING_EXEC |
-				  MAFH_CAP_STREAM | MAFH_CAP_EXEC_STDIN, d->launcher, d,
+				  MAFH_CAP_STREAM | MAFH_CAP_EXEC_STDIN | MAFH_CAP_EXEC_EXACT,
+				  d->launcher, d,
 				  docker_destroy, &docker_nb, out);
 	if (rc < 0)
 		return mafh__error_set(err, rc, "out of memory");

@@ -124,9 +124,15 @@ int mafh__notifying(const struct mafh_run *run)
 
 /* ---- the choices of the states that hand out no op ---------------------------------------- */
 
+/* The program, and the shim, go on the launch's stdin where the exec takes one, rather than
+ * a write each before it. */
 static enum mafh__outcome choose_first(struct mafh_run *run)
 {
-	return run->program ? OC_PROGRAM_DUE : OC_LAUNCH_DUE;
+	if (!run->program)
+		return OC_LAUNCH_DUE;
+	run->files_on_stdin = !run->files_plain && (run->caps & MAFH_CAP_EXEC_STDIN) &&
+			      run->program_len <= MAFH__FILES_STDIN_MAX;
+	return run->files_on_stdin ? OC_LAUNCH_DUE : OC_PROGRAM_DUE;
 }
 
 static enum mafh__outcome ids_spent(struct mafh_run *run)
@@ -233,6 +239,7 @@ static const struct {
 	}},
 	[ST_LAUNCH] = {MAFH_OP_EXEC, NULL, mafh__emit_launch, mafh__take_launch, {
 		[OC_OK] = ST_SERVE,
+		[OC_PROGRAM_DUE] = ST_WRITE_PROGRAM,  /* a launcher without --files-stdin */
 		[OC_FAILED] = ST_ENDING,
 		[OC_CUT] = ST_ENDING,
 	}},

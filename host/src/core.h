@@ -86,6 +86,7 @@ struct mafh__launch_args {
 	const char *max_procs, *max_memory; /* decimal, or NULL: the launcher's default */
 	char *const *writable;         /* NULL-terminated, may be NULL */
 	char *const *prog_argv;        /* NULL-terminated */
+	int files_stdin;               /* --files-stdin: the files come on the exec's stdin */
 };
 
 /* Each fills a with `LAUNCHER SUB --run-dir R ...`; the strings stay borrowed. Returns 0, or
@@ -104,9 +105,11 @@ int mafh__argv_serve(struct mafh__argv *a, const char *launcher, const char *run
 int mafh__argv_relay(struct mafh__argv *a, const char *launcher, const char *run_dir,
 		     long next_id, int64_t slice_ms, uint64_t max_bytes, int64_t supervisor_pid,
 		     long answer_id);
-/* wait_ms: how long stop waits for the supervisor before it kills (--timeout). */
+/* wait_ms: how long stop waits for the supervisor before it kills (--timeout); output_max
+ * < 0: no --output; reclaim: --reclaim, with --keep keep (NULL: none). */
 int mafh__argv_stop(struct mafh__argv *a, const char *launcher, const char *run_dir,
-		    int64_t supervisor_pid, int64_t wait_ms);
+		    int64_t supervisor_pid, int64_t wait_ms, long long output_max, int reclaim,
+		    const char *keep);
 /* keep: NULL, or an entry of R the reclaim leaves (--keep). */
 int mafh__argv_reclaim(struct mafh__argv *a, const char *launcher, const char *run_dir,
 		       const char *keep);
@@ -388,6 +391,14 @@ struct mafh_run {
 	int launched;
 	int ending;                     /* the end has begun (status chosen or to be settled) */
 	int stop_silent;                /* stop exited 0 and printed nothing */
+	/* What the stop was asked to carry: the output (--output), the reclaim (--reclaim);
+	 * stop_plain once a launcher refused them (usage): asked again without. */
+	int stop_output, stop_reclaim, stop_plain;
+	/* The program (and the shim) on the launch's stdin (`run --files-stdin`), its bytes in
+	 * launch_in; files_plain once a launcher refused it (usage): written, then launched. */
+	int files_on_stdin, files_plain;
+	char *launch_in;
+	size_t launch_in_len;
 	int cut;                        /* cut short: the output is read before the stop */
 	int output_read, stop_done, record_looked, reclaimed;
 	atomic_int stop_requested;
@@ -398,6 +409,10 @@ struct mafh_run {
 	size_t errors_len;
 	int errors_dropped;
 };
+
+/* The largest program the launch carries on its stdin (the launcher takes 64 MiB in all);
+ * a larger one is written first. */
+#define MAFH__FILES_STDIN_MAX (60u << 20)
 
 /* What the run looks at of the stdout of `maf-launch run` and `reclaim`. */
 #define MAFH__LAUNCH_OUT_CAP 4096

@@ -21,6 +21,11 @@
 /* `maf-launch stop` says the run is lost: the supervisor is gone and left no marker and
  * record of its own. */
 #define STOP_EXIT_LOST 3
+/* `maf-launch stop --reclaim` says the run has ended and all is printed, but R could not
+ * be deleted. */
+#define STOP_EXIT_NOT_RECLAIMED 4
+/* The largest output a stop is asked to bring back: past it the output is read as a file. */
+#define STOP_OUTPUT_MAX (256ULL << 20)
 
 /* The cause of the run's end: the run's error from now on. */
 static void vcause(struct mafh_run *run, int code, const char *fmt, va_list ap)
@@ -174,6 +179,32 @@ void mafh__finish(struct mafh_run *run)
 
 /* ---- the ending's ops --------------------------------------------------------------------- */
 
+static void output_over(struct mafh_run *run)
+{
+	run->result.output_truncated = 1;
+	mafh__note(run, MAFH_E2BIG, "the program's output is larger than %llu bytes",
+		   (unsigned long long)run->limits.max_output_bytes);
+}
+
+/* The whole output, data[0..len): kept as the run's. */
+static enum mafh__outcome output_take(struct mafh_run *run, const char *data, size_t len)
+{
+	char *o = malloc(len + 1);
+
+	if (!o) {
+		mafh__note(run, MAFH_ENOMEM, "out of memory reading the output");
+		return OC_FAILED;
+	}
+	if (len)
+		memcpy(o, data, len);
+	o[len] = '\0';
+	free(run->output);
+	run->output = o;
+	run->result.output = o;
+	run->result.output_len = len;
+	return OC_OK;
+}
+
 enum mafh__outcome mafh__emit_output(struct mafh_run *run, struct mafh_op *op)
 {
 	mafh__read_host_tools_file(run, op, MAFP_FILE_OUTPUT, run->limits.max_output_bytes);
@@ -182,8 +213,6 @@ enum mafh__outcome mafh__emit_output(struct mafh_run *run, struct mafh_op *op)
 
 enum mafh__outcome mafh__take_output(struct mafh_run *run, const struct mafh_op_result *res)
 {
-	char *o;
-
 	run->output_read = 1;
 	if (res->error) {
 		mafh__note(run, res->error, "the program's output could not be read: %s",
@@ -191,26 +220,12 @@ enum mafh__outcome mafh__take_output(struct mafh_run *run, const struct mafh_op_
 		return OC_FAILED;
 	}
 	if (res->read.status == MAFH_READ_TOO_BIG) {
-		run->result.output_truncated = 1;
-		mafh__note(run, MAFH_E2BIG, "the program's output is larger than %llu bytes",
-			   (unsigned long long)run->limits.max_output_bytes);
+		output_over(run);
 		return OC_FAILED;
 	}
 	if (res->read.status != MAFH_READ_OK)
 		return OC_ABSENT;
-	o = malloc(res->read.len + 1);
-	if (!o) {
-		mafh__note(run, MAFH_ENOMEM, "out of memory reading the output");
-		return OC_FAILED;
-	}
-	if (res->read.len)
-		memcpy(o, res->read.data, res->read.len);
-	o[res->read.len] = '\0';
-	free(run->output);
-	run->output = o;
-	run->result.output = o;
-	run->result.output_len = res->read.len;
-	return OC_OK;
+	return output_take(run, res->read.data, res->read.len);
 }
 
 /* What is left of the ending's budget for an exec that leaves reserve_ms after it. */
@@ -220,14 +235,26 @@ static int64_t ending_left(const struct mafh_run *run, int64_t reserve_ms)
 			     run->exec_timeout_ms);
 }
 
+/* The stop carries what it can of the rest of the ending: the output where the backend's
+ * exec brings stdout back byte for byte and it is still to be read, and then the reclaim, R
+ * being of no more use once both are out. */
 enum mafh__outcome mafh__emit_stop(struct mafh_run *run, struct mafh_op *op)
 {
 	int64_t left = ending_left(run, ENDING_RESERVE_MS);
 	int64_t wait = left > 2 * STOP_MARGIN_MS ? left - STOP_MARGIN_MS : left / 2;
+	uint64_t max = run->limits.max_output_bytes;
+	size_t cap = STOP_OUT_CAP;
 
+	run->stop_output = !run->stop_plain && !run->output_read &&
+			   (run->caps & MAFH_CAP_EXEC_EXACT) && max <= STOP_OUTPUT_MAX;
+	run->stop_reclaim = !run->stop_plain && !run->keep_run_dir && !run->reclaimed &&
+			    (run->output_read || run->stop_output);
+	if (run->stop_output)
+		cap += (size_t)max + 64;
 	mafh__argv_stop(&run->argv, run->launcher, run->run_dir, run->result.supervisor_pid,
-			wait);
-	mafh__op_exec(run, op, left, STOP_OUT_CAP);
+			wait, run->stop_output ? (long long)max : -1, run->stop_reclaim,
+			run->reclaim_keep);
+	mafh__op_exec(run, op, left, cap);
 	return OC_PENDING;
 }
 
@@ -252,13 +279,61 @@ static int ending_exec_failed(struct mafh_run *run, const struct mafh_op_result 
 	return 1;
 }
 
+/* What a stop with --output printed after the record's line, out[0..n): the output taken
+ * (output_read set) or not. Returns 1 when R may be gone (the output is out, or there is
+ * none to have), 0 when the output is still there to read, -1 when it is not what stop
+ * prints. */
+static int stop_output_take(struct mafh_run *run, const char *out, size_t n)
+{
+	const char *nl = memchr(out, '\n', n);
+	size_t line = nl ? (size_t)(nl - out) : 0, body, i;
+	unsigned long long b = 0;
+
+	if (!nl || line < 8 || memcmp(out, "output ", 7) != 0)
+		return -1;
+	body = n - line - 1;
+	if (line == 13 && memcmp(out + 7, "absent", 6) == 0 && !body) {
+		run->output_read = 1;
+		return 1;
+	}
+	if (line == 11 && memcmp(out + 7, "over", 4) == 0 && !body) {
+		run->output_read = 1;
+		output_over(run);
+		return 1;
+	}
+	if (line == 17 && memcmp(out + 7, "unreadable", 10) == 0 && !body)
+		return 0;
+	/* 'output B': B decimal, no leading zero but for 0 itself, and B bytes to the end. */
+	if (line - 7 > 19 || (out[7] == '0' && line > 8))
+		return -1;
+	for (i = 7; i < line; i++) {
+		if (out[i] < '0' || out[i] > '9')
+			return -1;
+		b = b * 10 + (unsigned)(out[i] - '0');
+	}
+	if (b != body || b > run->limits.max_output_bytes)
+		return -1;
+	run->output_read = 1;
+	output_take(run, nl + 1, body);
+	return 1;
+}
+
 enum mafh__outcome mafh__take_stop(struct mafh_run *run, const struct mafh_op_result *res)
 {
 	size_t n = res->exec.out_len;
+	const char *out = res->exec.out, *nl;
+	int code = res->exec.exit_code, gone = 1;
 	char line[200];
 
+	/* A launcher that does not know --output or --reclaim says so as a usage error, and
+	 * signals nothing: asked once more without them. */
+	if ((run->stop_output || run->stop_reclaim) && !res->error && !res->exec.timed_out &&
+	    code == MAFP_EXIT_USAGE) {
+		run->stop_plain = 1;
+		return OC_FAILED;
+	}
 	run->stop_done = 1;
-	if (!res->error && !res->exec.timed_out && res->exec.exit_code == STOP_EXIT_LOST) {
+	if (!res->error && !res->exec.timed_out && code == STOP_EXIT_LOST) {
 		mafh__first_line(line, sizeof(line), res->exec.err, res->exec.err_len);
 		if (run->result.status != MAFH_RUN_LOST) {
 			run->result.status = MAFH_RUN_LOST;
@@ -267,18 +342,42 @@ enum mafh__outcome mafh__take_stop(struct mafh_run *run, const struct mafh_op_re
 		}
 		return OC_LOST;
 	}
-	if (ending_exec_failed(run, res, "stop"))
+	if (run->stop_reclaim && !res->error && !res->exec.timed_out &&
+	    code == STOP_EXIT_NOT_RECLAIMED) {
+		/* Ended, and all printed: only the reclaim failed, and it is not tried again. */
+		mafh__first_line(line, sizeof(line), res->exec.err, res->exec.err_len);
+		mafh__note(run, MAFH_EIO, "maf-launch stop could not reclaim the run directory%s%s",
+			   line[0] ? ": " : "", line);
+		run->reclaimed = 1;
+		code = 0;
+	} else if (ending_exec_failed(run, res, "stop")) {
 		return OC_FAILED;
+	}
+	if (run->stop_output) {
+		/* The record's line (empty when there is none), then the output's. */
+		nl = n ? memchr(out, '\n', n) : NULL;
+		gone = nl ? stop_output_take(run, nl + 1, n - (size_t)(nl + 1 - out)) : -1;
+		if (gone < 0) {
+			mafh__note(run, MAFH_EPROTO, "maf-launch stop printed what is not an exit "
+				   "record and an output (%zu bytes): both are read from their files",
+				   n);
+			return OC_FAILED;
+		}
+		n = (size_t)(nl - out);
+	}
 	/* stop prints the exit record when there is one, and nothing else. */
-	while (n && (res->exec.out[n - 1] == '\n' || res->exec.out[n - 1] == '\r'))
+	while (n && (out[n - 1] == '\n' || out[n - 1] == '\r'))
 		n--;
 	if (!n) {
 		run->stop_silent = 1;
-	} else if (record_take(run, res->exec.out, n) != 0) {
+	} else if (record_take(run, out, n) != 0) {
 		mafh__note(run, MAFH_EPROTO, "maf-launch stop printed what is not an exit record "
 			   "(%zu bytes): the record is read from its file", n);
 		return OC_FAILED;
 	}
+	/* With a record printed, stop has deleted R as it was asked. */
+	if (run->stop_reclaim && !run->stop_silent && gone > 0)
+		run->reclaimed = 1;
 	return OC_OK;
 }
 

@@ -53,6 +53,41 @@ enum mafh__outcome mafh__take_write_shim(struct mafh_run *run, const struct mafh
 	return OC_OK;
 }
 
+/* The launch's stdin with --files-stdin: "NAME SIZE\n" and the bytes, for the program and,
+ * where the run writes one, the shim. 0, or -1 with the run ended. */
+static int files_in(struct mafh_run *run)
+{
+	struct mafh_error e = {0};
+	char *shim = NULL, head[2][64];
+	size_t shim_len = 0, h[2], n;
+
+	if (run->write_shim && mafh_shim_source(run->reg, &shim, &shim_len, &e) != 0) {
+		mafh__end_run(run, MAFH_RUN_ERROR, e.code, "%s", e.message);
+		return -1;
+	}
+	h[0] = (size_t)snprintf(head[0], sizeof(head[0]), "%s %zu\n", MAFP_FILE_PROGRAM,
+				run->program_len);
+	h[1] = shim ? (size_t)snprintf(head[1], sizeof(head[1]), "%s %zu\n", MAFP_FILE_SHIM,
+				       shim_len) : 0;
+	n = h[0] + run->program_len + h[1] + shim_len;
+	free(run->launch_in);
+	run->launch_in = malloc(n ? n : 1);
+	if (!run->launch_in) {
+		free(shim);
+		mafh__end_run(run, MAFH_RUN_ERROR, MAFH_ENOMEM, "out of memory");
+		return -1;
+	}
+	memcpy(run->launch_in, head[0], h[0]);
+	memcpy(run->launch_in + h[0], run->program, run->program_len);
+	if (shim) {
+		memcpy(run->launch_in + h[0] + run->program_len, head[1], h[1]);
+		memcpy(run->launch_in + h[0] + run->program_len + h[1], shim, shim_len);
+	}
+	free(shim);
+	run->launch_in_len = n;
+	return 0;
+}
+
 enum mafh__outcome mafh__emit_launch(struct mafh_run *run, struct mafh_op *op)
 {
 	struct mafh__launch_args la = {
@@ -63,11 +98,19 @@ enum mafh__outcome mafh__emit_launch(struct mafh_run *run, struct mafh_op *op)
 		.max_procs = run->max_procs[0] ? run->max_procs : NULL,
 		.max_memory = run->max_memory[0] ? run->max_memory : NULL,
 		.writable = run->writable, .prog_argv = run->prog_argv,
+		.files_stdin = run->files_on_stdin,
 	};
 
+	if (run->files_on_stdin && files_in(run) != 0)
+		return OC_FAILED;
 	mafh__argv_launch(&run->argv, &la);
 	mafh__op_exec(run, op, mafh__clamp64(run->deadline - run->now, 1, run->exec_timeout_ms),
 		      MAFH__LAUNCH_OUT_CAP);
+	if (run->files_on_stdin) {
+		op->data = run->launch_in;
+		op->len = run->launch_in_len;
+		run->result.exec_inputs++;
+	}
 	return OC_PENDING;
 }
 
@@ -112,6 +155,16 @@ enum mafh__outcome mafh__take_launch(struct mafh_run *run, const struct mafh_op_
 	struct mafp_launch_info info;
 	struct mafh_event ev = {.kind = MAFH_EVENT_RUN_STARTED};
 
+	free(run->launch_in);
+	run->launch_in = NULL;
+	/* A launcher older than --files-stdin refuses it as usage, before anything is done:
+	 * the files are written, and the launch asked again without it. */
+	if (run->files_on_stdin && !res->error && !res->exec.timed_out &&
+	    res->exec.exit_code == MAFP_EXIT_USAGE) {
+		run->files_on_stdin = 0;
+		run->files_plain = 1;
+		return OC_PROGRAM_DUE;
+	}
 	if (launch_failed(run, res, &info))
 		return OC_FAILED;
 	run->result.pid = info.pid;

@@ -304,8 +304,10 @@ static enum mafh__outcome take_request_event(struct mafh_run *run,
 	if (!mafh__wait_event_whole(ev) || ev->size > (double)run->limits.max_request_bytes) {
 		snprintf(line, sizeof(line), "the request is larger than %llu bytes",
 			 (unsigned long long)run->limits.max_request_bytes);
+		/* A size past 2^64 (the event's number is the guest's) is not converted. */
 		return take_unreadable(run, MAFH_CALL_OVERSIZED,
-				       ev->size > 0 ? (uint64_t)ev->size : 0, line);
+				       ev->size >= 18446744073709551616.0 ? UINT64_MAX
+				       : ev->size > 0 ? (uint64_t)ev->size : 0, line);
 	}
 	return take_request(run, ev->body, ev->body_len);
 }

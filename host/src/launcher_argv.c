@@ -70,6 +70,8 @@ int mafh__argv_launch(struct mafh__argv *a, const struct mafh__launch_args *la)
 	option(a, "--max-memory", la->max_memory);
 	for (i = 0; la->writable && la->writable[i]; i++)
 		option(a, "--writable", la->writable[i]);
+	if (la->files_stdin)
+		add(a, "--files-stdin");
 	add(a, "--");
 	for (i = 0; la->prog_argv[i]; i++)
 		add(a, la->prog_argv[i]);
@@ -125,12 +127,19 @@ int mafh__argv_relay(struct mafh__argv *a, const char *launcher, const char *run
 }
 
 int mafh__argv_stop(struct mafh__argv *a, const char *launcher, const char *run_dir,
-		    int64_t supervisor_pid, int64_t wait_ms)
+		    int64_t supervisor_pid, int64_t wait_ms, long long output_max, int reclaim,
+		    const char *keep)
 {
 	start(a, launcher, "stop", run_dir);
 	option(a, "--supervisor-pid", num(a, "%lld", (long long)supervisor_pid));
 	option(a, "--timeout", num(a, "%lld.%03lld", (long long)(wait_ms / 1000),
 				   (long long)(wait_ms % 1000)));
+	if (output_max >= 0)
+		option(a, "--output", num(a, "%lld", output_max));
+	if (reclaim) {
+		add(a, "--reclaim");
+		option(a, "--keep", keep);
+	}
 	return done(a);
 }
 

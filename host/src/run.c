@@ -165,6 +165,8 @@ static const char *cap_name(unsigned cap)
 		return "STREAM (an exec whose stdin and stdout stay open)";
 	case MAFH_CAP_EXEC_STDIN:
 		return "EXEC_STDIN (an exec given bytes on its stdin)";
+	case MAFH_CAP_EXEC_EXACT:
+		return "EXEC_EXACT (an exec's stdout byte for byte)";
 	}
 	return "an unknown capability";
 }
@@ -394,6 +396,7 @@ void mafh_run_free(struct mafh_run *run)
 	if (run->drv_epfd >= 0)
 		close(run->drv_epfd);
 	free(run->wbuf);
+	free(run->launch_in);
 	free(run->sframe);
 	free(run->sbuf);
 	cJSON_Delete(run->call_args);

@@ -1,6 +1,7 @@
 /* libFuzzer target: the host's sans-I/O run core, over a registry of one tool or (the first
  * byte's bit 2) a pass-through one, over a backend with a blocking exec (bit 1: the relay
- * transport) that takes an input (bit 3: the answers on the relay's stdin), fed
+ * transport) that takes an input (bit 3: the answers on the relay's stdin) and brings stdout
+ * back byte for byte (bit 4: stop prints the output after the record, and reclaims), fed
  * guest-written bytes wherever it takes them: the launcher's output (the launch line),
  * `maf-launch wait` and `relay` events, request files, the exit marker and record, and
  * stop's output. The input is a list of records
@@ -83,6 +84,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		caps |= MAFH_CAP_BLOCKING_EXEC;   /* the wait transport */
 	if (data[0] & 4)
 		caps |= MAFH_CAP_EXEC_STDIN;      /* relay's answers on its stdin */
+	if (data[0] & 8)
+		caps |= MAFH_CAP_EXEC_EXACT;      /* stop brings the output back, and reclaims */
 	in.p++;
 	in.left--;
 	if (mafh_registry_new(&reg) != 0)
@@ -112,7 +115,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		switch (op->kind) {
 		case MAFH_OP_EXEC:
 			if (next_record(&in, &sel, &d, &n)) {
-				res.exec.exit_code = sel % 4 == 3 ? 1 : 0;
+				/* 0 mostly; 1, usage (2), stop's 3 (lost) and 4 (not reclaimed) */
+				static const int codes[8] = {0, 0, 0, 1, 0, 2, 4, 3};
+
+				res.exec.exit_code = codes[sel % 8];
 				res.exec.out = copy(d, n);
 				res.exec.out_len = res.exec.out ? n : 0;
 			}

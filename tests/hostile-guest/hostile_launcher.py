@@ -3,7 +3,8 @@
 garbage to the host. It is installed as DIR/maf-launch with DIR/hostile.json beside it:
 {"attack": ATTACK, "command": COMMAND, "real": PATH, "lifetime": SECONDS}. For COMMAND
 (serve, relay, wait, stop or reclaim) it misbehaves as ATTACK says; every other command
-execs the real launcher at PATH with the same arguments. Standard library only, no shell:
+execs the real launcher at PATH with the same arguments. A stop asked to reclaim too
+(`--reclaim`) is, for reclaim's attacks, the real stop without it and then the attack. Standard library only, no shell:
 it runs on this machine and in maf-launch/python-noshell alike.
 
 Attacks:
@@ -528,6 +529,16 @@ def main(argv):
             cmd = ""                    # spent: the real launcher
     if cmd == command == "relay" and attack in ACKS and "--answer" not in argv:
         cmd = ""                        # a relay that carries no answer: the real one
+    if command == "reclaim" and cmd == "stop" and "--reclaim" in argv:
+        # A stop asked to reclaim as well: the real stop without the reclaim, what it says
+        # passed on, and then the attack as the reclaim it was asked for.
+        plain = [a for i, a in enumerate(argv) if a != "--reclaim" and not
+                 (a == "--keep" or (i and argv[i - 1] == "--keep"))]
+        said = subprocess.run([real, *plain[1:]], stdout=subprocess.PIPE)
+        _write(1, said.stdout)
+        if said.returncode:
+            return said.returncode
+        cmd = command
     if cmd != command:
         os.execv(real, [real, *argv[1:]])
     _mark(conf.get("lifetime", 90))

@@ -115,11 +115,12 @@ def test_maf_host_relay_carries_no_answer_in_an_argv(host, secret):
     assert rep["transport"] == "relay" and rep["errors"] == [], rep["errors"]
     assert rep["calls"] == CALLS
     assert json.loads(rep["output"].splitlines()[-1]) == {"calls": CALLS, "answered": CALLS}
-    # Nothing written but the program and the shim; beside launch, stop and reclaim, one
-    # relay a call, one for the first request and maybe a slice that timed out.
+    # Nothing written (the program and the shim go on the launch's stdin); beside launch and
+    # stop (which brings the output back and reclaims), one relay a call, one for the first
+    # request and maybe a slice that timed out.
     ops = rep["ops"]
-    assert ops["write"] == 2, ops
-    assert CALLS + 1 <= ops["exec"] - 3 <= CALLS + 3, ops
+    assert ops["write"] == 0, ops
+    assert CALLS + 1 <= ops["exec"] - 2 <= CALLS + 3, ops
 
 
 # ---- the Python package ----------------------------------------------------------------
@@ -194,7 +195,10 @@ def test_python_local_sandbox_gives_each_answer_on_stdin(secret, run_base):
     assert json.loads(r.output.splitlines()[-1]) == {"calls": CALLS, "answered": CALLS}
     ops = r.backend_operations
     # Each answer on the stdin of the relay that waits for the next request: one exec a
-    # call; nothing written but the program and the shim.
-    assert ops["exec_input"] == CALLS, ops
-    assert ops["write_file"] == 2, ops
-    assert 1 <= ops["exec"] - 3 <= 3, ops
+    # call; the program and the shim on the launch's stdin; nothing written or read, the
+    # stop bringing the output back.
+    assert ops["exec_input"] == CALLS + 1, ops
+    assert ops.get("write_file", 0) == 0, ops
+    assert ops.get("read_file", 0) == 0, ops
+    # Beside the stop: the relay for the first request, and maybe a slice that timed out.
+    assert 1 <= ops["exec"] - 1 <= 3, ops

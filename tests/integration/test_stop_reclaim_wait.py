@@ -210,6 +210,109 @@ def test_stop_of_a_gone_pid_without_an_exit_marker_says_the_run_is_lost(run_dir)
         bystander.wait()
 
 
+def stop_output(out):
+    """stop --output's stdout: (the record or None, what the output line says, the bytes)."""
+    line, rest = out.split(b"\n", 1)
+    said, body = rest.split(b"\n", 1)
+    assert said.startswith(b"output "), out
+    said = said[7:].decode()
+    if said.isdigit():
+        assert len(body) == int(said), out
+    else:
+        assert body == b"", out
+    return (json.loads(line) if line else None), said, body
+
+
+def test_stop_prints_the_output_after_the_record_and_reclaims(run_dir):
+    # A stubborn tree to end first, then the output, then all of R but work.
+    info, pids = stubborn_run(run_dir)
+    (run_dir / "work" / "kept").write_text("k")
+    res = ml("stop", "--run-dir", run_dir, "--supervisor-pid", info["supervisor_pid"],
+             "--output", 1 << 20, "--reclaim", "--keep", "work")
+    assert res.returncode == 0, res.stderr
+    for name, pid in pids.items():
+        assert not pid_alive(pid), f"the {name} ({pid}) survived stop"
+    rec, said, body = stop_output(res.stdout)
+    assert rec["status"] == "stopped"
+    assert said == str(len(body)) and body == b"", "the stubborn program printed nothing"
+    assert sorted(os.listdir(run_dir)) == ["work"]
+    assert (run_dir / "work" / "kept").read_text() == "k"
+
+
+def test_stop_brings_back_binary_output_of_an_ended_run(run_dir):
+    info = start_run(run_dir, "printf 'a\\000b\\377\\noutput 9\\n'; exit 4")
+    assert wait_exit(run_dir) == "4"
+    until(lambda: not pid_alive(info["supervisor_pid"]), "the supervisor's exit")
+    res = ml("stop", "--run-dir", run_dir, "--supervisor-pid", info["supervisor_pid"],
+             "--output", 100, "--reclaim")
+    assert res.returncode == 0, res.stderr
+    rec, said, body = stop_output(res.stdout)
+    assert rec["exit_code"] == 4 and rec["output_bytes"] == len(body)
+    assert body == b"a\0b\xff\noutput 9\n"
+    assert not run_dir.exists()
+
+
+def test_stop_output_over_its_limit_absent_or_not_a_file(run_dir):
+    info = start_run(run_dir, "echo 0123456789")
+    wait_exit(run_dir)
+    until(lambda: not pid_alive(info["supervisor_pid"]), "the supervisor's exit")
+    args = ("stop", "--run-dir", run_dir, "--supervisor-pid", info["supervisor_pid"])
+    res = ml(*args, "--output", 10)
+    assert res.returncode == 0, res.stderr
+    assert stop_output(res.stdout)[1:] == ("over", b"")
+    res = ml(*args, "--output", 11)
+    assert stop_output(res.stdout)[1:] == ("11", b"0123456789\n")
+    # A symlink where the output was is not followed: no output.
+    out = run_dir / HOST_TOOLS / "program_output.txt"
+    out.unlink()
+    out.symlink_to("/etc/passwd")
+    res = ml(*args, "--output", 1 << 20)
+    assert stop_output(res.stdout)[1:] == ("absent", b"")
+    out.unlink()
+    res = ml(*args, "--output", 1 << 20, "--reclaim")
+    assert res.returncode == 0, res.stderr
+    assert stop_output(res.stdout)[1:] == ("absent", b"")
+    assert not run_dir.exists()
+
+
+def test_stop_reclaims_nothing_without_a_record(run_dir):
+    # A supervisor that does not end in time is killed, before it writes the record.
+    info, pids = stubborn_run(run_dir, opts=("--grace", "600"))
+    res = ml("stop", "--run-dir", run_dir, "--supervisor-pid", info["supervisor_pid"],
+             "--timeout", "0.2", "--output", 100, "--reclaim")
+    assert res.returncode == 0, res.stderr
+    for name, pid in pids.items():
+        assert not pid_alive(pid), f"the {name} ({pid}) survived stop"
+    rec, said, _ = stop_output(res.stdout)
+    assert rec is None and said == "0"
+    assert (run_dir / HOST_TOOLS).is_dir(), "R is left for the host to read"
+
+
+def test_stop_says_when_it_could_not_reclaim(run_dir, tmp_path):
+    info = start_run(run_dir, "echo hi")
+    wait_exit(run_dir)
+    until(lambda: not pid_alive(info["supervisor_pid"]), "the supervisor's exit")
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "mine").write_text("m")
+    mnt = run_dir / "work" / "mnt"
+    mnt.mkdir()
+    m = subprocess.run(["mount", "--bind", str(src), str(mnt)], capture_output=True)
+    if m.returncode:
+        pytest.skip(f"mount --bind failed: {m.stderr.decode().strip()}")
+    try:
+        res = ml("stop", "--run-dir", run_dir, "--supervisor-pid", info["supervisor_pid"],
+                 "--output", 100, "--reclaim")
+        assert res.returncode == 4, res.stderr
+        rec, said, body = stop_output(res.stdout)
+        assert rec["status"] == "exited" and body == b"hi\n"
+        assert b"mount point" in res.stderr and b"not reclaimed" in res.stderr
+        assert (src / "mine").read_text() == "m"
+        assert not (run_dir / HOST_TOOLS).exists()
+    finally:
+        subprocess.run(["umount", str(mnt)], check=False)
+
+
 @pytest.mark.parametrize("args", [
     [],
     ["--run-dir", "/tmp/x"],
@@ -219,6 +322,12 @@ def test_stop_of_a_gone_pid_without_an_exit_marker_says_the_run_is_lost(run_dir)
     ["--run-dir", "/tmp/x", "--supervisor-pid", "1"],
     ["--run-dir", "/tmp/x", "--supervisor-pid", "123", "--timeout", "soon"],
     ["--run-dir", "/tmp/x", "--supervisor-pid", "123", "--bogus"],
+    ["--run-dir", "/tmp/x", "--supervisor-pid", "123", "--output", "ten"],
+    ["--run-dir", "/tmp/x", "--supervisor-pid", "123", "--output", "-1"],
+    ["--run-dir", "/tmp/x", "--supervisor-pid", "123", "--keep", "work"],
+    ["--run-dir", "/tmp/x", "--supervisor-pid", "123", "--reclaim", "--keep", "a/b"],
+    ["--run-dir", "/tmp/x", "--supervisor-pid", "123", "--reclaim", "--keep", "w",
+     "--keep", "x"],
 ])
 def test_stop_usage_errors(args):
     res = ml("stop", *args)

@@ -102,8 +102,11 @@ static inline int wait_target(const struct mafh_op *op, const char **dir,
 	return has;
 }
 
-static inline void setup_run_caps(struct fixture *f, struct mafh_limits *lim,
-				  enum mafh_transport tr, int64_t timeout_ms, unsigned caps)
+/* A run with the options given; reclaim_keep and keep_run_dir as mafh_run_options has
+ * them. */
+static inline void setup_run_with(struct fixture *f, struct mafh_limits *lim,
+				  enum mafh_transport tr, int64_t timeout_ms, unsigned caps,
+				  const char *reclaim_keep, int keep_run_dir)
 {
 	struct mafh_param ps[] = {{"a", MAFH_JSON_NUMBER, 1}};
 	struct mafh_tool t = {.size = sizeof(t), .name = "add", .description = "Adds one.",
@@ -126,7 +129,15 @@ static inline void setup_run_caps(struct fixture *f, struct mafh_limits *lim,
 	o.timeout_ms = timeout_ms;
 	o.on_event = record_event;
 	o.event_ud = f;
+	o.reclaim_keep = reclaim_keep;
+	o.keep_run_dir = keep_run_dir;
 	assert_int_equal(mafh_run_new_sansio(f->reg, caps, &o, &f->run, &err), 0);
+}
+
+static inline void setup_run_caps(struct fixture *f, struct mafh_limits *lim,
+				  enum mafh_transport tr, int64_t timeout_ms, unsigned caps)
+{
+	setup_run_with(f, lim, tr, timeout_ms, caps, NULL, 0);
 }
 
 static inline void setup_run(struct fixture *f, struct mafh_limits *lim, enum mafh_transport tr,
@@ -226,9 +237,18 @@ static inline const char *argv_after(const struct mafh_op *op, const char *flag)
 	return NULL;
 }
 
+static inline int argv_has(const struct mafh_op *op, const char *word)
+{
+	for (size_t i = 0; op->argv[i]; i++)
+		if (strcmp(op->argv[i], word) == 0)
+			return 1;
+	return 0;
+}
+
 static inline void start_with(struct fixture *f, const char *launch_out);
 
-/* Writes the program and the shim, execs the launcher and gives it a good launch line. */
+/* Writes the program and the shim, execs the launcher and gives it a good launch line; where
+ * the exec takes an input (MAFH_CAP_EXEC_STDIN), the two go on the launch's stdin. */
 static inline void start(struct fixture *f)
 {
 	start_with(f, LAUNCH_OUT);
@@ -238,15 +258,25 @@ static inline void start_with(struct fixture *f, const char *launch_out)
 {
 	struct mafh_op op;
 
+	static const char head[] = "program.py 22\nimport maf_host_tools\nmaf_host_tools.py ";
+
 	op = next(f);
-	expect_path(&op, MAFH_OP_WRITE, R "/host_tools/program.py");
-	assert_int_equal(op.len, strlen("import maf_host_tools\n"));
-	give_write_ok(f);
-	op = next(f);
-	expect_path(&op, MAFH_OP_WRITE, R "/host_tools/maf_host_tools.py");
-	assert_non_null(strstr(op.data, "def call(name, /, **arguments):"));
-	give_write_ok(f);
-	op = next(f);
+	if (op.kind == MAFH_OP_EXEC) {
+		assert_true(argv_has(&op, "--files-stdin"));
+		assert_true(op.len > sizeof(head) && memcmp(op.data, head, sizeof(head) - 1) == 0);
+		assert_non_null(memmem(op.data, op.len, "def call(name, /, **arguments):", 31));
+	} else {
+		expect_path(&op, MAFH_OP_WRITE, R "/host_tools/program.py");
+		assert_int_equal(op.len, strlen("import maf_host_tools\n"));
+		give_write_ok(f);
+		op = next(f);
+		expect_path(&op, MAFH_OP_WRITE, R "/host_tools/maf_host_tools.py");
+		assert_non_null(strstr(op.data, "def call(name, /, **arguments):"));
+		give_write_ok(f);
+		op = next(f);
+		assert_false(argv_has(&op, "--files-stdin"));
+		assert_null(op.data);
+	}
 	assert_int_equal(op.kind, MAFH_OP_EXEC);
 	assert_string_equal(op.argv[0], "/usr/bin/maf-launch");
 	assert_string_equal(op.argv[1], "run");
@@ -269,6 +299,9 @@ static inline void finish_normally(struct fixture *f, const char *output)
 	assert_string_equal(op.argv[1], "stop");
 	assert_string_equal(argv_after(&op, "--supervisor-pid"), "42");
 	assert_string_equal(argv_after(&op, "--run-dir"), R);
+	/* The output still to read and no exact exec: the stop carries neither. */
+	assert_false(argv_has(&op, "--output"));
+	assert_false(argv_has(&op, "--reclaim"));
 	give_exec(f, 0, RECORD "\n", "");
 	op = next(f);
 	expect_path(&op, MAFH_OP_READ, R "/host_tools/program_output.txt");
@@ -282,7 +315,8 @@ static inline void finish_normally(struct fixture *f, const char *output)
 	assert_int_equal(op.kind, MAFH_OP_DONE);
 }
 
-/* A run that ended in error: its output read first, then stop and reclaim. */
+/* A run that ended in error: its output read first, then the stop, which reclaims R once it
+ * has printed the record. */
 static inline void finish_in_error(struct fixture *f)
 {
 	struct mafh_op op = next(f);
@@ -291,10 +325,9 @@ static inline void finish_in_error(struct fixture *f)
 	give_read(f, MAFH_READ_OK, "");
 	op = next(f);
 	assert_string_equal(op.argv[1], "stop");
+	assert_false(argv_has(&op, "--output"));
+	assert_true(argv_has(&op, "--reclaim"));
 	give_exec(f, 0, RECORD, "");
-	op = next(f);
-	assert_string_equal(op.argv[1], "reclaim");
-	give_exec(f, 0, "", "");
 	assert_int_equal(next(f).kind, MAFH_OP_DONE);
 	assert_int_equal(mafh_run_result(f->run)->status, MAFH_RUN_ERROR);
 }

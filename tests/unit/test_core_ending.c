@@ -190,10 +190,8 @@ static void test_stop_and_busy(void **state)
 	give_read(&f, MAFH_READ_ABSENT, NULL);
 	op = next(&f);
 	assert_string_equal(op.argv[1], "stop");
+	assert_true(argv_has(&op, "--reclaim"));
 	give_exec(&f, 0, "{\"status\":\"stopped\",\"exit_code\":143,\"signal\":15}\n", "");
-	op = next(&f);
-	assert_string_equal(op.argv[1], "reclaim");
-	give_exec(&f, 0, "", "");
 	assert_int_equal(next(&f).kind, MAFH_OP_DONE);
 	assert_int_equal(mafh_run_result(f.run)->status, MAFH_RUN_STOPPED);
 	assert_int_equal(mafh_run_result(f.run)->exit_code, 143);
@@ -468,6 +466,243 @@ static void test_containment_from_launch_line(void **state)
 	}
 }
 
+/* ---- the stop that carries the rest of the ending (MAFH_CAP_EXEC_EXACT) ------------------ */
+
+#define EXACT (MAFH_CAPS_REQUIRED | MAFH_CAP_BLOCKING_EXEC | MAFH_CAP_EXEC_EXACT)
+
+static void give_exec_bytes(struct fixture *f, int code, const char *out, size_t len,
+			    const char *err)
+{
+	struct mafh_op_result res;
+
+	mafh_op_result_init(&res, MAFH_OP_EXEC);
+	res.exec.exit_code = code;
+	res.exec.out = (char *)out;
+	res.exec.out_len = len;
+	res.exec.err = (char *)err;
+	res.exec.err_len = err ? strlen(err) : 0;
+	give(f, &res);
+}
+
+/* A run over files that exited 0, up to the stop, which asks for the output and the reclaim. */
+static struct mafh_op exact_to_stop(struct fixture *f, const char *keep)
+{
+	struct mafh_op op;
+
+	setup_run_with(f, NULL, MAFH_TRANSPORT_FILES, 60000, EXACT, keep, 0);
+	start(f);
+	exit_with(f, 1, "0");
+	op = next(f);
+	assert_int_equal(op.kind, MAFH_OP_EXEC);
+	assert_string_equal(op.argv[1], "stop");
+	assert_string_equal(argv_after(&op, "--output"), "1048576");
+	assert_true(argv_has(&op, "--reclaim"));
+	/* Room for the record and the whole output. */
+	assert_true(op.out_cap >= (1u << 20) + 4096);
+	return op;
+}
+
+/* The record, the output (bytes of any value) and R gone: one exec, nothing after it. */
+static void test_stop_carries_output(void **state)
+{
+	static const char out[] = RECORD "\noutput 6\nhi\0\n\xff!";
+	struct fixture f;
+	const struct mafh_run_result *r;
+
+	(void)state;
+	exact_to_stop(&f, NULL);
+	give_exec_bytes(&f, 0, out, sizeof(out) - 1, "");
+	assert_int_equal(next(&f).kind, MAFH_OP_DONE);
+	r = mafh_run_result(f.run);
+	assert_int_equal(r->status, MAFH_RUN_EXITED);
+	assert_int_equal(r->exit_code, 0);
+	assert_int_equal(r->output_len, 6);
+	assert_memory_equal(r->output, "hi\0\n\xff!", 6);
+	assert_string_equal(r->record.status, "exited");
+	assert_string_equal(r->errors, "");
+	assert_int_equal(r->ops.exec, 2);		/* run, stop */
+	teardown_run(&f);
+
+	/* No output, and an output over the limit: neither read after. */
+	exact_to_stop(&f, NULL);
+	give_exec(&f, 0, RECORD "\noutput absent\n", "");
+	assert_int_equal(next(&f).kind, MAFH_OP_DONE);
+	assert_int_equal(mafh_run_result(f.run)->output_len, 0);
+	assert_string_equal(mafh_run_result(f.run)->errors, "");
+	teardown_run(&f);
+	exact_to_stop(&f, NULL);
+	give_exec(&f, 0, RECORD "\noutput over\n", "");
+	assert_int_equal(next(&f).kind, MAFH_OP_DONE);
+	r = mafh_run_result(f.run);
+	assert_true(r->output_truncated);
+	assert_non_null(strstr(r->errors, "larger than 1048576 bytes"));
+	teardown_run(&f);
+}
+
+/* What stop does not vouch for is done the old way: an unreadable output is read as a file
+ * and R reclaimed after it; with no record, the record's file is read too. */
+static void test_stop_leaves_the_rest(void **state)
+{
+	struct fixture f;
+	struct mafh_op op;
+
+	(void)state;
+	exact_to_stop(&f, NULL);
+	give_exec(&f, 0, RECORD "\noutput unreadable\n", "maf-launch stop: cannot open\n");
+	op = next(&f);
+	expect_path(&op, MAFH_OP_READ, R "/host_tools/program_output.txt");
+	give_read(&f, MAFH_READ_OK, "late");
+	op = next(&f);
+	assert_string_equal(op.argv[1], "reclaim");
+	give_exec(&f, 0, "", "");
+	assert_int_equal(next(&f).kind, MAFH_OP_DONE);
+	assert_string_equal(mafh_run_result(f.run)->output, "late");
+	teardown_run(&f);
+
+	exact_to_stop(&f, NULL);
+	give_exec(&f, 0, "\noutput 2\nok", "");
+	op = next(&f);
+	expect_path(&op, MAFH_OP_READ, R "/host_tools/program_exit.json");
+	give_read(&f, MAFH_READ_OK, RECORD);
+	op = next(&f);
+	assert_string_equal(op.argv[1], "reclaim");
+	give_exec(&f, 0, "", "");
+	assert_int_equal(next(&f).kind, MAFH_OP_DONE);
+	assert_string_equal(mafh_run_result(f.run)->output, "ok");
+	assert_string_equal(mafh_run_result(f.run)->record.status, "exited");
+	teardown_run(&f);
+}
+
+/* What is not what stop prints is believed in no part: the record and the output are read
+ * from their files, and R is reclaimed. */
+static void test_stop_output_forged(void **state)
+{
+	static const char *const forged[] = {
+		RECORD "\noutput 10\nshort",          /* fewer bytes than said */
+		RECORD "\noutput 2\nlonger",          /* more */
+		RECORD "\noutput 02\nok",             /* a leading zero */
+		RECORD "\noutput -1\n",
+		RECORD "\noutput 2000000\n",          /* past max_output_bytes */
+		RECORD "\noutput 99999999999999999999\n",
+		RECORD "\noutput  2\nok",
+		RECORD "\noutput absent\nmore",
+		RECORD "\noutput over",               /* no newline */
+		RECORD "\nsomething else\n",
+		RECORD,                               /* no line after the record */
+		"",
+	};
+	struct fixture f;
+	struct mafh_op op;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(forged) / sizeof(forged[0]); i++) {
+		exact_to_stop(&f, NULL);
+		give_exec(&f, 0, forged[i], "");
+		/* Nothing at all ("") is a silent stop, as before: the record is read too. */
+		op = next(&f);
+		expect_path(&op, MAFH_OP_READ, R "/host_tools/program_exit.json");
+		give_read(&f, MAFH_READ_OK, RECORD);
+		op = next(&f);
+		expect_path(&op, MAFH_OP_READ, R "/host_tools/program_output.txt");
+		give_read(&f, MAFH_READ_OK, "real");
+		op = next(&f);
+		assert_string_equal(op.argv[1], "reclaim");
+		give_exec(&f, 0, "", "");
+		assert_int_equal(next(&f).kind, MAFH_OP_DONE);
+		assert_string_equal(mafh_run_result(f.run)->output, "real");
+		if (forged[i][0])
+			assert_non_null(strstr(mafh_run_result(f.run)->errors, "maf-launch stop "
+						"printed what is not"));
+		teardown_run(&f);
+	}
+}
+
+/* A launcher without --output and --reclaim refuses them as usage, and is asked again
+ * without; a stop that could not reclaim says so, and nothing is tried again. */
+static void test_stop_older_launcher_and_failed_reclaim(void **state)
+{
+	struct fixture f;
+	struct mafh_op op;
+	const struct mafh_run_result *r;
+
+	(void)state;
+	exact_to_stop(&f, NULL);
+	give_exec(&f, 2, "", "maf-launch stop: unknown option '--output'\n");
+	op = next(&f);
+	assert_string_equal(op.argv[1], "stop");
+	assert_false(argv_has(&op, "--output"));
+	assert_false(argv_has(&op, "--reclaim"));
+	give_exec(&f, 0, RECORD "\n", "");
+	op = next(&f);
+	expect_path(&op, MAFH_OP_READ, R "/host_tools/program_output.txt");
+	give_read(&f, MAFH_READ_OK, "x");
+	op = next(&f);
+	assert_string_equal(op.argv[1], "reclaim");
+	give_exec(&f, 0, "", "");
+	assert_int_equal(next(&f).kind, MAFH_OP_DONE);
+	r = mafh_run_result(f.run);
+	assert_int_equal(r->status, MAFH_RUN_EXITED);
+	assert_string_equal(r->errors, "");
+	teardown_run(&f);
+
+	/* Twice a usage error: the second is the stop's failure. */
+	exact_to_stop(&f, NULL);
+	give_exec(&f, 2, "", "");
+	op = next(&f);
+	assert_false(argv_has(&op, "--reclaim"));
+	give_exec(&f, 2, "", "no\n");
+	op = next(&f);
+	expect_path(&op, MAFH_OP_READ, R "/host_tools/program_exit.json");
+	give_read(&f, MAFH_READ_ABSENT, NULL);
+	op = next(&f);
+	expect_path(&op, MAFH_OP_READ, R "/host_tools/program_output.txt");
+	give_read(&f, MAFH_READ_ABSENT, NULL);
+	op = next(&f);
+	assert_string_equal(op.argv[1], "reclaim");
+	give_exec(&f, 0, "", "");
+	assert_int_equal(next(&f).kind, MAFH_OP_DONE);
+	assert_non_null(strstr(mafh_run_result(f.run)->errors, "maf-launch stop failed"));
+	teardown_run(&f);
+
+	exact_to_stop(&f, NULL);
+	give_exec(&f, 4, RECORD "\noutput 2\nok", "maf-launch stop: R/x cannot be removed\n");
+	assert_int_equal(next(&f).kind, MAFH_OP_DONE);
+	r = mafh_run_result(f.run);
+	assert_int_equal(r->status, MAFH_RUN_EXITED);
+	assert_string_equal(r->output, "ok");
+	assert_non_null(strstr(r->errors, "could not reclaim the run directory: maf-launch "
+				"stop: R/x cannot be removed"));
+	teardown_run(&f);
+}
+
+/* The reclaim's --keep goes with the stop's; keep_run_dir: the stop carries the output and
+ * never a reclaim. */
+static void test_stop_keeps(void **state)
+{
+	struct fixture f;
+	struct mafh_op op;
+
+	(void)state;
+	op = exact_to_stop(&f, "work");
+	assert_string_equal(argv_after(&op, "--keep"), "work");
+	give_exec(&f, 0, RECORD "\noutput 0\n", "");
+	assert_int_equal(next(&f).kind, MAFH_OP_DONE);
+	assert_int_equal(mafh_run_result(f.run)->output_len, 0);
+	teardown_run(&f);
+
+	setup_run_with(&f, NULL, MAFH_TRANSPORT_FILES, 60000, EXACT, NULL, 1);
+	start(&f);
+	exit_with(&f, 1, "0");
+	op = next(&f);
+	assert_string_equal(op.argv[1], "stop");
+	assert_string_equal(argv_after(&op, "--output"), "1048576");
+	assert_false(argv_has(&op, "--reclaim"));
+	give_exec(&f, 0, RECORD "\noutput 3\nabc", "");
+	assert_int_equal(next(&f).kind, MAFH_OP_DONE);
+	assert_string_equal(mafh_run_result(f.run)->output, "abc");
+	teardown_run(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -481,6 +716,11 @@ int main(void)
 		cmocka_unit_test(test_forged_marker),
 		cmocka_unit_test(test_lost_run),
 		cmocka_unit_test(test_containment_from_launch_line),
+		cmocka_unit_test(test_stop_carries_output),
+		cmocka_unit_test(test_stop_leaves_the_rest),
+		cmocka_unit_test(test_stop_output_forged),
+		cmocka_unit_test(test_stop_older_launcher_and_failed_reclaim),
+		cmocka_unit_test(test_stop_keeps),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

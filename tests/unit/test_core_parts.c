@@ -167,6 +167,11 @@ static void test_argv(void **state)
 		lb.writable = NULL;
 		assert_int_equal(mafh__argv_launch(&a, &lb), 0);
 		assert_string_equal(a.v[8], "--");
+		/* The files on the launch's stdin. */
+		lb.files_stdin = 1;
+		assert_int_equal(mafh__argv_launch(&a, &lb), 0);
+		assert_string_equal(a.v[8], "--files-stdin");
+		assert_string_equal(a.v[9], "--");
 	}
 	/* Past the cap: refused, and the argv is cut where it would not fit. */
 	for (int i = 0; i < 159; i++)
@@ -188,9 +193,17 @@ static void test_argv(void **state)
 	assert_argv(&a, (const char *const[]){"ml", "serve", "--run-dir", "/r", "--ack",
 			"--max-bytes", "1048576", "--max-answer-bytes", "8388608",
 			"--supervisor-pid", "4242", NULL});
-	assert_int_equal(mafh__argv_stop(&a, "ml", "/r", 4242, 10250), 0);
+	assert_int_equal(mafh__argv_stop(&a, "ml", "/r", 4242, 10250, -1, 0, NULL), 0);
 	assert_argv(&a, (const char *const[]){"ml", "stop", "--run-dir", "/r",
 			"--supervisor-pid", "4242", "--timeout", "10.250", NULL});
+	/* The stop that brings the output back and then reclaims R, keeping work. */
+	assert_int_equal(mafh__argv_stop(&a, "ml", "/r", 4242, 10250, 65536, 1, "work"), 0);
+	assert_argv(&a, (const char *const[]){"ml", "stop", "--run-dir", "/r",
+			"--supervisor-pid", "4242", "--timeout", "10.250", "--output", "65536",
+			"--reclaim", "--keep", "work", NULL});
+	assert_int_equal(mafh__argv_stop(&a, "ml", "/r", 4242, 10250, -1, 1, NULL), 0);
+	assert_argv(&a, (const char *const[]){"ml", "stop", "--run-dir", "/r",
+			"--supervisor-pid", "4242", "--timeout", "10.250", "--reclaim", NULL});
 	assert_int_equal(mafh__argv_reclaim(&a, "ml", "/r", NULL), 0);
 	assert_argv(&a, (const char *const[]){"ml", "reclaim", "--run-dir", "/r", NULL});
 	assert_int_equal(mafh__argv_reclaim(&a, "ml", "/r", "work"), 0);

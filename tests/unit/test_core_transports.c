@@ -108,14 +108,6 @@ static void argv_free_of(const struct mafh_op *op, const char *answer, size_t le
 	}
 }
 
-static int argv_has(const struct mafh_op *op, const char *flag)
-{
-	for (size_t i = 0; op->argv[i]; i++)
-		if (strcmp(op->argv[i], flag) == 0)
-			return 1;
-	return 0;
-}
-
 /* One relay exec: --next N, and, when the answer to the call before it is due, --answer
  * N - 1 --value-stdin with the answer as the exec's input (no argument holds it). Returns
  * the answer carried (static buffer), "" when it carries none. */
@@ -179,9 +171,10 @@ static void test_relay_transport(void **state)
 	assert_int_equal(mafh_run_result(f.run)->status, MAFH_RUN_EXITED);
 	assert_int_equal(mafh_run_result(f.run)->calls, 2);
 	assert_int_equal(mafh_run_result(f.run)->refusals, 1);
-	/* launch, five relays, stop, reclaim; the program and the shim the only writes. */
+	/* launch (the program and the shim on its stdin), five relays, stop, reclaim; no
+	 * write. */
 	assert_int_equal(mafh_run_result(f.run)->ops.exec, 1 + 5 + 2);
-	assert_int_equal(mafh_run_result(f.run)->ops.write, 2);
+	assert_int_equal(mafh_run_result(f.run)->ops.write, 0);
 	teardown_run(&f);
 }
 
@@ -977,9 +970,46 @@ static void test_wait_target(void **state)
 	teardown_run(&f);
 }
 
+/* Where the exec takes an input, the program and the shim go on the launch's stdin; a
+ * launcher that refuses --files-stdin (usage) has them written, and is launched again. */
+static void test_files_on_the_launchs_stdin(void **state)
+{
+	struct fixture f;
+	struct mafh_op op;
+
+	(void)state;
+	setup_run_caps(&f, NULL, MAFH_TRANSPORT_RELAY, 60000, RELAY_CAPS);
+	start(&f);
+	assert_int_equal(mafh_run_result(f.run)->ops.write, 0);
+	assert_int_equal(mafh_run_result(f.run)->exec_inputs, 1);
+	teardown_run(&f);
+
+	setup_run_caps(&f, NULL, MAFH_TRANSPORT_RELAY, 60000, RELAY_CAPS);
+	op = next(&f);
+	assert_true(argv_has(&op, "--files-stdin"));
+	give_exec(&f, 2, "", "maf-launch run: unknown option '--files-stdin'\n");
+	start(&f);		/* the writes, then the launch without it */
+	assert_int_equal(mafh_run_result(f.run)->ops.write, 2);
+	assert_string_equal(mafh_run_result(f.run)->errors, "");
+	teardown_run(&f);
+
+	/* Any other failure of the launch is the launch's. */
+	setup_run_caps(&f, NULL, MAFH_TRANSPORT_RELAY, 60000, RELAY_CAPS);
+	op = next(&f);
+	give_exec(&f, 125, "", "maf-launch run: --files-stdin: cannot create R/host_tools/x\n");
+	op = next(&f);
+	assert_string_equal(op.argv[1], "reclaim");
+	give_exec(&f, 0, "", "");
+	assert_int_equal(next(&f).kind, MAFH_OP_DONE);
+	assert_int_equal(mafh_run_result(f.run)->status, MAFH_RUN_LAUNCH_FAILED);
+	assert_non_null(strstr(mafh_run_result(f.run)->error.message, "cannot create"));
+	teardown_run(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_files_on_the_launchs_stdin),
 		cmocka_unit_test(test_wait_transport),
 		cmocka_unit_test(test_wait_fallback),
 		cmocka_unit_test(test_wait_garbage),

@@ -20,6 +20,10 @@
 #define MAFH_CAP_WAIT_CHANGE (1u << 5)   /* wait_change: wake on a file's appearance */
 #define MAFH_CAP_STREAM (1u << 6)        /* stream_*: an exec whose stdin and stdout stay open */
 #define MAFH_CAP_EXEC_STDIN (1u << 7)    /* exec_input: an exec given bytes on its stdin */
+/* An exec's stdout comes back byte for byte up to the op's out_cap (a surface that decodes
+ * or re-encodes it declares no such thing): the run's `maf-launch stop` then brings the
+ * output back with the exit record, and deletes R, in one exec. */
+#define MAFH_CAP_EXEC_EXACT (1u << 8)
 /* What every run needs. */
 #define MAFH_CAPS_REQUIRED (MAFH_CAP_EXEC | MAFH_CAP_FILES_IN | MAFH_CAP_FILES_OUT | \
 			    MAFH_CAP_DETACHED_EXEC)

@@ -62,7 +62,7 @@ RAW_RESPOND, RAW_STEP_OVER, RAW_LOOK_AGAIN, RAW_HOLD = range(4)
 JSON_TYPES = ("any", "string", "number", "integer", "boolean", "object", "array", "null")
 
 CAP_EXEC, CAP_FILES_IN, CAP_FILES_OUT, CAP_DETACHED_EXEC, CAP_BLOCKING_EXEC, \
-    CAP_WAIT_CHANGE, CAP_STREAM, CAP_EXEC_STDIN = (1 << i for i in range(8))
+    CAP_WAIT_CHANGE, CAP_STREAM, CAP_EXEC_STDIN, CAP_EXEC_EXACT = (1 << i for i in range(9))
 CAPS_REQUIRED = CAP_EXEC | CAP_FILES_IN | CAP_FILES_OUT | CAP_DETACHED_EXEC
 
 
