@@ -299,6 +299,8 @@ struct mafh_run {
 	enum mafh_transport transport;  /* resolved: FILES, WAIT or RELAY */
 	int keep_run_dir;
 	char *reclaim_keep;             /* NULL: R goes whole */
+	char *shim;                     /* the caller's shim (shim_len bytes), or NULL */
+	size_t shim_len;
 	int write_shim;
 	int64_t wait_slice_ms, exec_timeout_ms;
 	mafh_event_fn on_event;

@@ -23,16 +23,35 @@ enum mafh__outcome mafh__take_write_program(struct mafh_run *run,
 	return run->write_shim ? OC_SHIM_DUE : OC_OK;
 }
 
-enum mafh__outcome mafh__emit_write_shim(struct mafh_run *run, struct mafh_op *op)
+/* The shim's text, malloc'd: the caller's, or the registry's. 0, or -1 with the run ended. */
+static int shim_text(struct mafh_run *run, char **text, size_t *len)
 {
 	struct mafh_error e = {0};
+
+	if (run->shim) {
+		*text = malloc(run->shim_len ? run->shim_len : 1);
+		if (!*text) {
+			mafh__end_run(run, MAFH_RUN_ERROR, MAFH_ENOMEM, "out of memory");
+			return -1;
+		}
+		memcpy(*text, run->shim, run->shim_len);
+		*len = run->shim_len;
+		return 0;
+	}
+	if (mafh_shim_source(run->reg, text, len, &e) != 0) {
+		mafh__end_run(run, MAFH_RUN_ERROR, e.code, "%s", e.message);
+		return -1;
+	}
+	return 0;
+}
+
+enum mafh__outcome mafh__emit_write_shim(struct mafh_run *run, struct mafh_op *op)
+{
 	char *text = NULL;
 	size_t len = 0;
 
-	if (mafh_shim_source(run->reg, &text, &len, &e) != 0) {
-		mafh__end_run(run, MAFH_RUN_ERROR, e.code, "%s", e.message);
+	if (shim_text(run, &text, &len) != 0)
 		return OC_FAILED;
-	}
 	free(run->wbuf);
 	run->wbuf = text;
 	run->wlen = len;
@@ -57,14 +76,11 @@ enum mafh__outcome mafh__take_write_shim(struct mafh_run *run, const struct mafh
  * where the run writes one, the shim. 0, or -1 with the run ended. */
 static int files_in(struct mafh_run *run)
 {
-	struct mafh_error e = {0};
 	char *shim = NULL, head[2][64];
 	size_t shim_len = 0, h[2], n;
 
-	if (run->write_shim && mafh_shim_source(run->reg, &shim, &shim_len, &e) != 0) {
-		mafh__end_run(run, MAFH_RUN_ERROR, e.code, "%s", e.message);
+	if (run->write_shim && shim_text(run, &shim, &shim_len) != 0)
 		return -1;
-	}
 	h[0] = (size_t)snprintf(head[0], sizeof(head[0]), "%s %zu\n", MAFP_FILE_PROGRAM,
 				run->program_len);
 	h[1] = shim ? (size_t)snprintf(head[1], sizeof(head[1]), "%s %zu\n", MAFP_FILE_SHIM,

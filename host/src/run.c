@@ -295,6 +295,13 @@ static int run_create(struct mafh_registry *reg, struct mafh_backend *backend, u
 			if (!(run->writable[i] = strdup(o.writable[i])))
 				goto nomem;
 	}
+	if (run->write_shim && o.shim) {
+		run->shim = malloc(o.shim_len ? o.shim_len : 1);
+		if (!run->shim)
+			goto nomem;
+		memcpy(run->shim, o.shim, o.shim_len);
+		run->shim_len = o.shim_len;
+	}
 	if (o.program) {
 		run->program = malloc(o.program_len ? o.program_len : 1);
 		if (!run->program)
@@ -397,6 +404,7 @@ void mafh_run_free(struct mafh_run *run)
 		close(run->drv_epfd);
 	free(run->wbuf);
 	free(run->launch_in);
+	free(run->shim);
 	free(run->sframe);
 	free(run->sbuf);
 	cJSON_Delete(run->call_args);

@@ -2,7 +2,7 @@
 """A hostile maf-launch: the launcher inside the sandbox replaced by a program that speaks
 garbage to the host. It is installed as DIR/maf-launch with DIR/hostile.json beside it:
 {"attack": ATTACK, "command": COMMAND, "real": PATH, "lifetime": SECONDS}. For COMMAND
-(serve, relay, wait, stop or reclaim) it misbehaves as ATTACK says; every other command
+(run, serve, relay, wait, stop or reclaim) it misbehaves as ATTACK says; every other command
 execs the real launcher at PATH with the same arguments. A stop asked to reclaim too
 (`--reclaim`) is, for reclaim's attacks, the real stop without it and then the attack. Standard library only, no shell:
 it runs on this machine and in maf-launch/python-noshell alike.

@@ -1,5 +1,6 @@
-"""NEVER RETURNS: a launcher command that never returns and ignores SIGTERM: serve that says
-nothing forever, relay and wait that never answer, stop and reclaim that never end; and a
+"""NEVER RETURNS: a launcher command that never returns and ignores SIGTERM: run that never
+reads the files on its stdin nor launches, serve that says nothing forever, relay and wait
+that never answer, stop and reclaim that never end; and a
 variant that returns at once but leaves a setsid'd grandchild holding its stdout open and
 writing to it. With --timeout T the host returns within T + 15 s (the ending's budget,
 MAFH_ENDING_MS) plus start-up; a hang is cut at T + 60 s and fails with what was seen.
@@ -9,7 +10,8 @@ import pytest
 
 import guest_lib as g
 
-HANGS = [("hang", "serve", "stream"), ("hang", "relay", "relay"), ("hang", "wait", "wait"),
+HANGS = [("hang", "run", "stream"),
+         ("hang", "serve", "stream"), ("hang", "relay", "relay"), ("hang", "wait", "wait"),
          ("hang", "stop", "files"), ("hang", "reclaim", "files"),
          ("fork", "serve", "stream"), ("fork", "relay", "relay"), ("fork", "stop", "files")]
 T = 3.0

@@ -70,38 +70,29 @@ def test_a_stream_killed_mid_call_falls_back_with_no_call_lost_or_made_twice(hos
     assert rep["transport"] == "relay"
 
 
-# A launcher from before `serve --ack`: its serve refuses the option, as it refuses any it
-# does not know (exit 2, one line on stderr); every other command is the real launcher's.
-OLDER_SERVE = """#!/bin/sh
-if [ "$1" = serve ]; then
+# A launcher from before COMMAND's OPTIONs: it refuses them as usage (exit 2, one line on
+# stderr), as it refuses any option it does not know; every other command is the real one's.
+OLDER = """#!/bin/sh
+if [ "$1" = COMMAND ]; then
   for a; do
-    if [ "$a" = --ack ]; then
-      echo "maf-launch serve: unknown option '--ack' (try 'maf-launch serve --help')" >&2
-      exit 2
-    fi
+    for o in OPTIONS; do
+      if [ "$a" = "$o" ]; then
+        echo "maf-launch COMMAND: unknown option '$a' (try 'maf-launch COMMAND --help')" >&2
+        exit 2
+      fi
+    done
   done
 fi
 exec LAUNCHER "$@"
 """
 
 
-# A launcher from before `stop --output` and `--reclaim`: its stop refuses them as usage.
-OLDER_STOP = """#!/bin/sh
-if [ "$1" = stop ]; then
-  for a; do
-    if [ "$a" = --output ] || [ "$a" = --reclaim ]; then
-      echo "maf-launch stop: unknown option '$a' (try 'maf-launch stop --help')" >&2
-      exit 2
-    fi
-  done
-fi
-exec LAUNCHER "$@"
-"""
-
-
-def test_a_launcher_whose_stop_refuses_output_ends_the_run_as_before(host, tmp_path):
+def run_older(tmp_path, command, *options):
+    """A stream run of 3 calls with an older launcher; its report and the calls' count file,
+    the run's answers checked."""
     older = tmp_path / "maf-launch"
-    older.write_text(OLDER_STOP.replace("LAUNCHER", str(LAUNCHER)))
+    older.write_text(OLDER.replace("COMMAND", command).replace("OPTIONS", " ".join(options))
+                     .replace("LAUNCHER", str(LAUNCHER)))
     older.chmod(0o755)
     os.chmod(tmp_path, 0o755)
     count = tmp_path / "count"
@@ -110,22 +101,25 @@ def test_a_launcher_whose_stop_refuses_output_ends_the_run_as_before(host, tmp_p
     assert rep is not None, proc.stderr
     assert rep["status"] == "exited" and rep["exit_code"] == 0, rep
     assert output_lines(rep)[:3] == [{"value": {"i": i, "n": i + 1}} for i in range(3)]
+    return rep, count
+
+
+def test_a_launcher_whose_stop_refuses_output_ends_the_run_as_before(host, tmp_path):
+    rep, _ = run_older(tmp_path, "stop", "--output", "--reclaim")
     assert rep["errors"] == [] and rep["transport"] == "stream", rep
     # The stop asked twice, then the output read and the run directory reclaimed apart.
     assert rep["ops"] == {"exec": 5, "read": 1, "write": 0, "stat": 0, "wait": 0}, rep["ops"]
 
 
+def test_a_launcher_whose_run_refuses_files_stdin_has_them_written(host, tmp_path):
+    rep, _ = run_older(tmp_path, "run", "--files-stdin")
+    assert rep["errors"] == [] and rep["transport"] == "stream", rep
+    # The launch asked twice, the program and the shim written between.
+    assert rep["ops"] == {"exec": 4, "read": 0, "write": 2, "stat": 0, "wait": 0}, rep["ops"]
+
+
 def test_a_launcher_whose_serve_refuses_ack_is_served_by_relay(host, tmp_path):
-    older = tmp_path / "maf-launch"
-    older.write_text(OLDER_SERVE.replace("LAUNCHER", str(LAUNCHER)))
-    older.chmod(0o755)
-    os.chmod(tmp_path, 0o755)
-    count = tmp_path / "count"
-    proc, rep = host_run("count_calls.py", "--launcher", str(older), "--transport", "stream",
-                         "--tool", "count=" + host_tool("tool_count.py", count), args=[3])
-    assert rep is not None, proc.stderr
-    assert rep["status"] == "exited" and rep["exit_code"] == 0, rep
-    assert output_lines(rep)[:3] == [{"value": {"i": i, "n": i + 1}} for i in range(3)]
+    rep, count = run_older(tmp_path, "serve", "--ack")
     assert count.read_text() == "call\n" * 3         # each tool call made once
     assert rep["calls"] == 3 and rep["undelivered"] == 0
     assert rep["transport"] == "relay"

@@ -156,6 +156,11 @@ struct mafh_run_options {
 	 * (`maf-launch reclaim --keep NAME`): R itself then stays too. NULL: R goes whole.
 	 * One path component. Copied. */
 	const char *reclaim_keep;
+	/* With write_shim: the shim's bytes (shim_len of them), written as maf_host_tools.py in
+	 * place of the one the registry makes (a pass-through registry's caller has its own
+	 * guest API). NULL: the registry's. Copied. */
+	const char *shim;
+	size_t shim_len;
 };
 /* Fills *opts with the defaults and sets opts->size; run_dir stays NULL. */
 MAFH_API void mafh_run_options_init(struct mafh_run_options *opts);

@@ -794,7 +794,13 @@ async def _run(lib: _abi.Library, backend: Any, spec: _Spec, tools: List[Tool],
         lib.run_options_init(ctypes.byref(opts))
         keep = _options(lib, opts, r, spec, backend)
         if answerer is not None:
-            opts.write_shim = 0
+            # maf-sandbox's guest API, not the registry's shim: given to the run, which puts
+            # it beside the program (on the launch's stdin where the exec takes one).
+            opts.write_shim = int(spec.write_shim)
+            if spec.write_shim:
+                shim = answerer.shim()
+                opts.shim, opts.shim_len = shim, len(shim)
+                keep.append(shim)
             if spec.reclaim_keep is not None:
                 opts.reclaim_keep = os.fsencode(spec.reclaim_keep)
                 keep.append(opts.reclaim_keep)
@@ -809,8 +815,6 @@ async def _run(lib: _abi.Library, backend: Any, spec: _Spec, tools: List[Tool],
             run_dir = r.run_dir = await _make_run_dir(sandbox, spec.program is None)
             opts.run_dir = os.fsencode(run_dir)
             keep.append(opts.run_dir)
-        if answerer is not None and spec.write_shim:
-            await answerer.write_shim(sandbox, run_dir)
         r.handle = _new_run(lib, reg, sandbox, opts, bh)
         try:
             cancelled = await (r.drive_native() if bh is not None else r.drive())

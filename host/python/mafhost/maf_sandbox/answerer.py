@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import posixpath
 import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple, Union, cast
 
@@ -36,8 +35,6 @@ from .._tools import Limits
 if TYPE_CHECKING:
     # maf-sandbox's (each an Any where it is not installed).
     from maf_sandbox import HostToolRegistry, HostToolRun
-
-    from .._run import _Sandbox
 
 log = logging.getLogger("mafhost")
 
@@ -296,17 +293,16 @@ class Answerer:
     def accepted(self, call_id: int) -> None:
         self.door.accepted(call_id)
 
-    async def write_shim(self, sandbox: _Sandbox, run_dir: str) -> None:
-        """Writes the guest API module for the registry's names into run_dir/host_tools."""
+    def shim(self) -> bytes:
+        """The guest API module for the registry's names: the run puts it in
+        R/host_tools/maf_host_tools.py beside the program (mafh_run_options.shim)."""
         from maf_sandbox import host_tool_shim
 
         from .guest_api import for_registry
         # None only if host_tool_shim's text stopped matching the shim it is read as: then,
         # as before, None.encode below raises AttributeError.
         text = cast(str, for_registry(self.door.names, host_tool_shim, self.call_timeout))
-        path = posixpath.join(run_dir, "host_tools", "maf_host_tools.py")
-        sandbox.count("write_file")
-        await sandbox.sb.write_file(path.lstrip("/"), text.encode(), working_directory="/")
+        return text.encode()
 
 
 def door_for(run: Any, failed: Optional[Callable[[BaseException], None]] = None) -> Door:
