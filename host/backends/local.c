@@ -187,7 +187,7 @@ static int local_new(const char *launcher_path, int pid, struct mafh_backend **o
 	struct local *l = calloc(1, sizeof(*l));
 	unsigned caps = MAFH_CAP_EXEC | MAFH_CAP_FILES_IN | MAFH_CAP_FILES_OUT |
 			MAFH_CAP_DETACHED_EXEC | MAFH_CAP_BLOCKING_EXEC | MAFH_CAP_STREAM |
-			MAFH_CAP_EXEC_STDIN | MAFH_CAP_EXEC_EXACT;
+			MAFH_CAP_EXEC_STDIN | MAFH_CAP_EXEC_EXACT | MAFH_CAP_LAUNCH_STDIN;
 	int rc;
 
 	*out = NULL;

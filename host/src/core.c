@@ -124,13 +124,14 @@ int mafh__notifying(const struct mafh_run *run)
 
 /* ---- the choices of the states that hand out no op ---------------------------------------- */
 
-/* The program, and the shim, go on the launch's stdin where the exec takes one, rather than
- * a write each before it. */
+/* The program, and the shim, go on the launch's stdin where the backend would have them so
+ * (MAFH_CAP_LAUNCH_STDIN), rather than a write each before it. */
 static enum mafh__outcome choose_first(struct mafh_run *run)
 {
 	if (!run->program)
 		return OC_LAUNCH_DUE;
 	run->files_on_stdin = !run->files_plain && (run->caps & MAFH_CAP_EXEC_STDIN) &&
+			      (run->caps & MAFH_CAP_LAUNCH_STDIN) &&
 			      run->program_len <= MAFH__FILES_STDIN_MAX;
 	return run->files_on_stdin ? OC_LAUNCH_DUE : OC_PROGRAM_DUE;
 }

@@ -167,6 +167,8 @@ static const char *cap_name(unsigned cap)
 		return "EXEC_STDIN (an exec given bytes on its stdin)";
 	case MAFH_CAP_EXEC_EXACT:
 		return "EXEC_EXACT (an exec's stdout byte for byte)";
+	case MAFH_CAP_LAUNCH_STDIN:
+		return "LAUNCH_STDIN (the run's files on the launch's stdin)";
 	}
 	return "an unknown capability";
 }

@@ -84,6 +84,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		caps |= MAFH_CAP_BLOCKING_EXEC;   /* the wait transport */
 	if (data[0] & 4)
 		caps |= MAFH_CAP_EXEC_STDIN;      /* relay's answers on its stdin */
+	if (data[0] & 16)
+		caps |= MAFH_CAP_LAUNCH_STDIN;    /* with bit 3, the files on the launch's */
 	if (data[0] & 8)
 		caps |= MAFH_CAP_EXEC_EXACT;      /* stop brings the output back, and reclaims */
 	in.p++;

@@ -248,7 +248,7 @@ static inline int argv_has(const struct mafh_op *op, const char *word)
 static inline void start_with(struct fixture *f, const char *launch_out);
 
 /* Writes the program and the shim, execs the launcher and gives it a good launch line; where
- * the exec takes an input (MAFH_CAP_EXEC_STDIN), the two go on the launch's stdin. */
+ * the backend would have it (MAFH_CAP_LAUNCH_STDIN), the two go on the launch's stdin. */
 static inline void start(struct fixture *f)
 {
 	start_with(f, LAUNCH_OUT);

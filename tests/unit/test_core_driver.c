@@ -281,12 +281,11 @@ static void test_driver_exec_input(void **state)
 	assert_int_equal(r->status, MAFH_RUN_EXITED);
 	assert_int_equal(r->exit_code, 7);
 	assert_int_equal(r->calls, 1);
-	/* run (the program and the shim on its stdin), the relay for request 1, the one
-	 * carrying its answer, stop, reclaim. */
+	/* run, the relay for request 1, the one carrying its answer, stop, reclaim. */
 	assert_int_equal(fk.execs, 5);
-	assert_int_equal(fk.inputs, 2);
+	assert_int_equal(fk.inputs, 1);
 	assert_string_equal(fk.input, "{\"value\":2}");
-	assert_int_equal(fk.writes, 0);
+	assert_int_equal(fk.writes, 2);        /* the program and the shim */
 	assert_false(fk.leaked);
 	mafh_run_free(run);
 	mafh_registry_free(reg);

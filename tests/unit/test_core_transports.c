@@ -171,10 +171,10 @@ static void test_relay_transport(void **state)
 	assert_int_equal(mafh_run_result(f.run)->status, MAFH_RUN_EXITED);
 	assert_int_equal(mafh_run_result(f.run)->calls, 2);
 	assert_int_equal(mafh_run_result(f.run)->refusals, 1);
-	/* launch (the program and the shim on its stdin), five relays, stop, reclaim; no
-	 * write. */
+	/* launch, five relays, stop, reclaim; the program and the shim the only writes (no
+	 * MAFH_CAP_LAUNCH_STDIN). */
 	assert_int_equal(mafh_run_result(f.run)->ops.exec, 1 + 5 + 2);
-	assert_int_equal(mafh_run_result(f.run)->ops.write, 0);
+	assert_int_equal(mafh_run_result(f.run)->ops.write, 2);
 	teardown_run(&f);
 }
 
@@ -970,21 +970,22 @@ static void test_wait_target(void **state)
 	teardown_run(&f);
 }
 
-/* Where the exec takes an input, the program and the shim go on the launch's stdin; a
- * launcher that refuses --files-stdin (usage) has them written, and is launched again. */
+/* Where the backend would have it (MAFH_CAP_LAUNCH_STDIN), the program and the shim go on the
+ * launch's stdin; a launcher that refuses --files-stdin (usage) has them written, and is
+ * launched again. */
 static void test_files_on_the_launchs_stdin(void **state)
 {
 	struct fixture f;
 	struct mafh_op op;
 
 	(void)state;
-	setup_run_caps(&f, NULL, MAFH_TRANSPORT_RELAY, 60000, RELAY_CAPS);
+	setup_run_caps(&f, NULL, MAFH_TRANSPORT_RELAY, 60000, RELAY_CAPS | MAFH_CAP_LAUNCH_STDIN);
 	start(&f);
 	assert_int_equal(mafh_run_result(f.run)->ops.write, 0);
 	assert_int_equal(mafh_run_result(f.run)->exec_inputs, 1);
 	teardown_run(&f);
 
-	setup_run_caps(&f, NULL, MAFH_TRANSPORT_RELAY, 60000, RELAY_CAPS);
+	setup_run_caps(&f, NULL, MAFH_TRANSPORT_RELAY, 60000, RELAY_CAPS | MAFH_CAP_LAUNCH_STDIN);
 	op = next(&f);
 	assert_true(argv_has(&op, "--files-stdin"));
 	give_exec(&f, 2, "", "maf-launch run: unknown option '--files-stdin'\n");
@@ -994,7 +995,7 @@ static void test_files_on_the_launchs_stdin(void **state)
 	teardown_run(&f);
 
 	/* Any other failure of the launch is the launch's. */
-	setup_run_caps(&f, NULL, MAFH_TRANSPORT_RELAY, 60000, RELAY_CAPS);
+	setup_run_caps(&f, NULL, MAFH_TRANSPORT_RELAY, 60000, RELAY_CAPS | MAFH_CAP_LAUNCH_STDIN);
 	op = next(&f);
 	give_exec(&f, 125, "", "maf-launch run: --files-stdin: cannot create R/host_tools/x\n");
 	op = next(&f);

@@ -24,6 +24,12 @@
  * or re-encodes it declares no such thing): the run's `maf-launch stop` then brings the
  * output back with the exit record, and deletes R, in one exec. */
 #define MAFH_CAP_EXEC_EXACT (1u << 8)
+/* With MAFH_CAP_EXEC_STDIN: the launch may carry the run's files on its stdin (`maf-launch run
+ * --files-stdin`) rather than a write each, an exec with an input costing no more than one
+ * without here. The local backends declare it; the Docker backend does not: under load, an
+ * engine's exec with stdin attached slowed the execs after it (docs/ARCHITECTURE.md, the
+ * launch). */
+#define MAFH_CAP_LAUNCH_STDIN (1u << 9)
 /* What every run needs. */
 #define MAFH_CAPS_REQUIRED (MAFH_CAP_EXEC | MAFH_CAP_FILES_IN | MAFH_CAP_FILES_OUT | \
 			    MAFH_CAP_DETACHED_EXEC)

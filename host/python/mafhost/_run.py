@@ -214,7 +214,8 @@ class _Sandbox:
     def caps(self) -> int:
         caps = _abi.CAPS_REQUIRED | _abi.CAP_BLOCKING_EXEC
         caps |= _abi.CAP_STREAM if self.has_stream else 0
-        return caps | (_abi.CAP_EXEC_STDIN if self.has_exec_input else 0)
+        return caps | (_abi.CAP_EXEC_STDIN | _abi.CAP_LAUNCH_STDIN if self.has_exec_input
+                       else 0)
 
     async def exec(self, op: _abi.Op, res: _abi.OpResult) -> Keep:
         """An EXEC op: the object's exec, or with the op's data (its stdin) exec_input."""
