@@ -158,6 +158,13 @@ static int has_exit_marker(const char *run_dir)
 	return rc;
 }
 
+/* Writes to stdout, or dies. */
+static void out(const void *buf, size_t len)
+{
+	if (mafl_write_all(1, buf, len) < 0)
+		mafl_die_errno(MAFP_EXIT_LAUNCHER, "cannot write to stdout");
+}
+
 /* Prints program_exit.json, as it is, on stdout. Returns 1 if there was one, else 0. */
 static int print_exit_record(const char *run_dir)
 {
@@ -181,16 +188,10 @@ static int print_exit_record(const char *run_dir)
 			   MAFP_EXIT_RECORD_MAX);
 		return 0;
 	}
-	if (mafl_write_all(1, buf, (size_t)n) < 0 ||
-	    (buf[n - 1] != '\n' && mafl_write_all(1, "\n", 1) < 0))
-		mafl_die_errno(MAFP_EXIT_LAUNCHER, "cannot write to stdout");
+	out(buf, (size_t)n);
+	if (buf[n - 1] != '\n')
+		out("\n", 1);
 	return 1;
-}
-
-static void out(const void *buf, size_t len)
-{
-	if (mafl_write_all(1, buf, len) < 0)
-		mafl_die_errno(MAFP_EXIT_LAUNCHER, "cannot write to stdout");
 }
 
 /* --output: the output's line, and the output after it when it is there whole. Returns 0

@@ -349,7 +349,6 @@ enum mafh__outcome mafh__take_stop(struct mafh_run *run, const struct mafh_op_re
 		mafh__note(run, MAFH_EIO, "maf-launch stop could not reclaim the run directory%s%s",
 			   line[0] ? ": " : "", line);
 		run->reclaimed = 1;
-		code = 0;
 	} else if (ending_exec_failed(run, res, "stop")) {
 		return OC_FAILED;
 	}

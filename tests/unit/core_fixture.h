@@ -198,17 +198,24 @@ static inline void give_read(struct fixture *f, enum mafh_read_status st, const 
 	give(f, &res);
 }
 
-static inline void give_exec(struct fixture *f, int code, const char *out, const char *err)
+/* An exec's result with out[0..out_len): bytes of any value. */
+static inline void give_exec_n(struct fixture *f, int code, const char *out, size_t out_len,
+			       const char *err)
 {
 	struct mafh_op_result res;
 
 	mafh_op_result_init(&res, MAFH_OP_EXEC);
 	res.exec.exit_code = code;
 	res.exec.out = (char *)out;
-	res.exec.out_len = out ? strlen(out) : 0;
+	res.exec.out_len = out_len;
 	res.exec.err = (char *)err;
 	res.exec.err_len = err ? strlen(err) : 0;
 	give(f, &res);
+}
+
+static inline void give_exec(struct fixture *f, int code, const char *out, const char *err)
+{
+	give_exec_n(f, code, out, out ? strlen(out) : 0, err);
 }
 
 /* Runs the CALL op through its registered callback, as the blocking driver does. */

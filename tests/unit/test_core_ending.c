@@ -470,20 +470,6 @@ static void test_containment_from_launch_line(void **state)
 
 #define EXACT (MAFH_CAPS_REQUIRED | MAFH_CAP_BLOCKING_EXEC | MAFH_CAP_EXEC_EXACT)
 
-static void give_exec_bytes(struct fixture *f, int code, const char *out, size_t len,
-			    const char *err)
-{
-	struct mafh_op_result res;
-
-	mafh_op_result_init(&res, MAFH_OP_EXEC);
-	res.exec.exit_code = code;
-	res.exec.out = (char *)out;
-	res.exec.out_len = len;
-	res.exec.err = (char *)err;
-	res.exec.err_len = err ? strlen(err) : 0;
-	give(f, &res);
-}
-
 /* A run over files that exited 0, up to the stop, which asks for the output and the reclaim. */
 static struct mafh_op exact_to_stop(struct fixture *f, const char *keep)
 {
@@ -511,7 +497,7 @@ static void test_stop_carries_output(void **state)
 
 	(void)state;
 	exact_to_stop(&f, NULL);
-	give_exec_bytes(&f, 0, out, sizeof(out) - 1, "");
+	give_exec_n(&f, 0, out, sizeof(out) - 1, "");
 	assert_int_equal(next(&f).kind, MAFH_OP_DONE);
 	r = mafh_run_result(f.run);
 	assert_int_equal(r->status, MAFH_RUN_EXITED);
