@@ -38,6 +38,7 @@ struct run_args {
 	long long tool_timeout_ms;
 	long long timeout_ms;
 	long long exec_timeout_ms;    /* 0: the library's default */
+	long long ending_ms;          /* 0: the library's default */
 	struct run_limit max_calls;
 	struct run_limit max_output_bytes;
 	struct run_limit max_response_bytes;

@@ -374,6 +374,13 @@ static void build_run_options(struct run_cmd *c)
 	o->timeout_ms = a->timeout_ms;
 	if (a->exec_timeout_ms > 0)
 		o->exec_timeout_ms = a->exec_timeout_ms;
+	if (a->ending_ms > 0) {
+		char given[32];
+
+		o->ending_ms = a->ending_ms;
+		snprintf(given, sizeof(given), "%g", (double)a->ending_ms / 1000);
+		judge(c, "--ending-timeout", given);
+	}
 	o->keep_run_dir = a->keep_run_dir;
 	o->write_shim = 1;
 	if (a->verbose) {

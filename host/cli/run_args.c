@@ -341,9 +341,15 @@ const struct cli_option cli_run_options[] = {
 	 "sees it there)"},
 	{"--exec-timeout", "S", set_seconds, AT(exec_timeout_ms),
 	 "time limit in seconds of each of the launcher's short commands, run, stop and "
-	 "reclaim, of a stream's opening, and of a wait's or relay's exec past its slice "
-	 "(default: 30; never past the run's deadline by more than 5 s), for an engine slow "
-	 "to start execs"},
+	 "reclaim (these two within their share of --ending-timeout), of a stream's opening, "
+	 "and of a wait's or relay's exec past its slice (default: 30; never past the run's "
+	 "deadline by more than 5 s), for an engine slow to start execs"},
+	{"--ending-timeout", "S", set_seconds, AT(ending_ms),
+	 "the run is over S seconds after the program ends, or after --timeout if that comes "
+	 "first, whatever the launcher does: stop, the exit record, the output and the reclaim "
+	 "share it, stop all but 4/15 of it (6 to 3600, default: 15); raise it with "
+	 "--exec-timeout where the engine's execs are slow, since a stop cut short loses the "
+	 "output"},
 	{"--simulate-latency-ms", "N", set_latency, 0,
 	 "add N ms before every backend operation, one at a time, to simulate a remote backend "
 	 "(default: 0)"},

@@ -67,6 +67,8 @@ int64_t mafh__pacing_next_after_miss(struct mafh__pacing *p, int64_t now);
 #define MAFH__ARGV_MAX 128
 #define MAFH__PROG_ARGV_MAX 64     /* the program's own argv, of those */
 #define MAFH__WRITABLE_MAX 16      /* --writable paths, as the launcher takes at most */
+#define MAFH__ENDING_MIN_MS 6000   /* mafh_run_options.ending_ms's range */
+#define MAFH__ENDING_MAX_MS 3600000
 
 /* An argv and the numbers it borrows. */
 struct mafh__argv {
@@ -303,6 +305,7 @@ struct mafh_run {
 	size_t shim_len;
 	int write_shim;
 	int64_t wait_slice_ms, exec_timeout_ms;
+	int64_t ending_ms;              /* the ending's budget (mafh_run_options.ending_ms) */
 	mafh_event_fn on_event;
 	void *event_ud;
 
@@ -347,7 +350,7 @@ struct mafh_run {
 	/* Time. */
 	int started;
 	int64_t t_start, deadline, now;
-	int64_t end_by;                 /* the ending's ops are over by then (MAFH_ENDING_MS) */
+	int64_t end_by;                 /* the ending's ops are over by then (ending_ms) */
 	struct mafh__pacing pacing;
 	int64_t next_look_ms;           /* files: no look before this */
 	int64_t next_liveness_ms;       /* files: check the supervisor then, if still quiet */

@@ -10,13 +10,14 @@
 #include "core.h"
 
 #define STOP_OUT_CAP (MAFP_EXIT_RECORD_MAX + 1024)
-/* The ending's own budget (MAFH_ENDING_MS from the moment the run ends, its deadline at the
- * latest), shared out so that whatever the launcher does, the run is over within it: the
- * stop gets all but ENDING_RESERVE_MS, kept for the reads and the reclaim after it, and
- * tells the launcher to give up STOP_MARGIN_MS before its exec is cut, so that it still
- * prints the record. No ending exec gets less than ENDING_EXEC_MIN_MS. */
-#define ENDING_RESERVE_MS 4000
-#define STOP_MARGIN_MS 1000
+/* The ending's own budget (ending_ms, MAFH_ENDING_MS by default, from the moment the run
+ * ends, its deadline at the latest), shared out so that whatever the launcher does, the run
+ * is over within it: the stop gets all but a reserve of 4/15 of it (4 s of the default
+ * 15), kept for the reads and the reclaim after it, and tells the launcher to give up a
+ * margin of 1/15 of it (1 s) before its exec is cut, so that it still prints the record.
+ * No ending exec gets less than ENDING_EXEC_MIN_MS. */
+#define ENDING_RESERVE(run) ((run)->ending_ms * 4 / 15)
+#define STOP_MARGIN(run) ((run)->ending_ms / 15)
 #define ENDING_EXEC_MIN_MS 1000
 /* `maf-launch stop` says the run is lost: the supervisor is gone and left no marker and
  * record of its own. */
@@ -71,7 +72,7 @@ void mafh__end_run(struct mafh_run *run, enum mafh_run_status status, int code,
 		return;
 	}
 	run->ending = 1;
-	run->end_by = (run->now < run->deadline ? run->now : run->deadline) + MAFH_ENDING_MS;
+	run->end_by = (run->now < run->deadline ? run->now : run->deadline) + run->ending_ms;
 	run->cut = status != MAFH_RUN_RUNNING;
 	run->result.status = status;
 	if (fmt) {
@@ -240,8 +241,8 @@ static int64_t ending_left(const struct mafh_run *run, int64_t reserve_ms)
  * being of no more use once both are out. */
 enum mafh__outcome mafh__emit_stop(struct mafh_run *run, struct mafh_op *op)
 {
-	int64_t left = ending_left(run, ENDING_RESERVE_MS);
-	int64_t wait = left > 2 * STOP_MARGIN_MS ? left - STOP_MARGIN_MS : left / 2;
+	int64_t left = ending_left(run, ENDING_RESERVE(run));
+	int64_t wait = left > 2 * STOP_MARGIN(run) ? left - STOP_MARGIN(run) : left / 2;
 	uint64_t max = run->limits.max_output_bytes;
 	size_t cap = STOP_OUT_CAP;
 

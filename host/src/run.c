@@ -27,6 +27,7 @@ void mafh_run_options_init(struct mafh_run_options *opts)
 	opts->max_procs = -1;
 	opts->max_memory = -1;
 	opts->liveness_ms = 2000;
+	opts->ending_ms = MAFH_ENDING_MS;
 }
 
 static const char *const transport_names[] = {
@@ -227,6 +228,10 @@ static int run_create(struct mafh_registry *reg, struct mafh_backend *backend, u
 	    o.exec_timeout_ms <= 0 || o.liveness_ms < 0)
 		return mafh__error_set(err, MAFH_EINVAL, "poll, wait and exec intervals must be "
 				       "positive, and poll_max_ms at least poll_min_ms");
+	if (o.ending_ms < MAFH__ENDING_MIN_MS || o.ending_ms > MAFH__ENDING_MAX_MS)
+		return mafh__error_set(err, MAFH_EINVAL, "the ending's budget must be %d to %d ms, "
+				       "not %lld", MAFH__ENDING_MIN_MS, MAFH__ENDING_MAX_MS,
+				       (long long)o.ending_ms);
 	if ((rc = check_user(o.user, err)) ||
 	    (o.max_procs < -1 || o.max_memory < -1 ?
 	     (rc = mafh__error_set(err, MAFH_EINVAL, "max_procs and max_memory must be -1 (the "
@@ -268,6 +273,7 @@ static int run_create(struct mafh_registry *reg, struct mafh_backend *backend, u
 	run->event_ud = o.event_ud;
 	run->wait_slice_ms = o.wait_slice_ms;
 	run->exec_timeout_ms = o.exec_timeout_ms;
+	run->ending_ms = o.ending_ms;
 	run->run_dir = strdup(o.run_dir);
 	/* Trailing slashes would make every derived path differ from what stop compares. */
 	while (run->run_dir && strlen(run->run_dir) > 1 &&

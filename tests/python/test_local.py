@@ -179,6 +179,31 @@ def test_a_launcher_that_hangs_is_cut_off_at_exec_timeout(run_base, tmp_path):
     shutil.rmtree(ei.value.result.run_dir, ignore_errors=True)
     with pytest.raises(mafhost.ConfigError, match="exec_timeout"):
         arun(mafhost.run(sb, "", exec_timeout=0))
+    for bad in (0, 5.9, 3601):
+        with pytest.raises(mafhost.ConfigError, match="ending_timeout must be 6 to 3600"):
+            arun(mafhost.run(sb, "", ending_timeout=bad))
+
+
+def test_a_slow_stop_keeps_the_output_within_a_raised_ending_timeout(run_base, tmp_path):
+    # A launcher whose stop takes 5 s, as an engine's exec may under load: the ending's
+    # smallest budget (6 s) gives stop at most 4.4 s, and cuts it; raised to 20 s,
+    # stop returns within its share and the run keeps its output, its record and its
+    # directory's reclaim.
+    slow = tmp_path / "maf-launch"
+    slow.write_text(f'#!/bin/sh\n[ "$1" = stop ] && sleep 5\nexec {LAUNCHER} "$@"\n')
+    slow.chmod(0o755)
+    sb = mafhost.LocalSandbox(launcher_path=str(slow), tmpdir=str(run_base))
+    r = arun(mafhost.run(sb, programs.calls(2), tools=[add], timeout=60, ending_timeout=6,
+                         check=False))
+    assert r.exit_code == 0 and r.calls == 2
+    assert any("maf-launch stop did not return within" in e for e in r.errors), r.errors
+    if os.path.exists(r.run_dir):
+        import shutil
+        shutil.rmtree(r.run_dir, ignore_errors=True)
+    r = arun(mafhost.run(sb, programs.calls(2), tools=[add], timeout=60, ending_timeout=20))
+    assert (r.status, r.exit_code, r.calls) == ("exited", 0, 2) and r.verified
+    assert r.output == f"total {programs.total(2)}\n" and not r.errors
+    assert not os.path.exists(r.run_dir)
 
 
 def test_signals_and_exit_codes_are_results_not_exceptions(local):

@@ -104,9 +104,12 @@ static inline int wait_target(const struct mafh_op *op, const char **dir,
 
 /* A run with the options given; reclaim_keep and keep_run_dir as mafh_run_options has
  * them. */
-static inline void setup_run_with(struct fixture *f, struct mafh_limits *lim,
+/* Options a test sets past the fixture's own, before the run is made. */
+typedef void (*options_fn)(struct mafh_run_options *o);
+
+static inline void setup_run_opts(struct fixture *f, struct mafh_limits *lim,
 				  enum mafh_transport tr, int64_t timeout_ms, unsigned caps,
-				  const char *reclaim_keep, int keep_run_dir)
+				  const char *reclaim_keep, int keep_run_dir, options_fn more)
 {
 	struct mafh_param ps[] = {{"a", MAFH_JSON_NUMBER, 1}};
 	struct mafh_tool t = {.size = sizeof(t), .name = "add", .description = "Adds one.",
@@ -131,7 +134,16 @@ static inline void setup_run_with(struct fixture *f, struct mafh_limits *lim,
 	o.event_ud = f;
 	o.reclaim_keep = reclaim_keep;
 	o.keep_run_dir = keep_run_dir;
+	if (more)
+		more(&o);
 	assert_int_equal(mafh_run_new_sansio(f->reg, caps, &o, &f->run, &err), 0);
+}
+
+static inline void setup_run_with(struct fixture *f, struct mafh_limits *lim,
+				  enum mafh_transport tr, int64_t timeout_ms, unsigned caps,
+				  const char *reclaim_keep, int keep_run_dir)
+{
+	setup_run_opts(f, lim, tr, timeout_ms, caps, reclaim_keep, keep_run_dir, NULL);
 }
 
 static inline void setup_run_caps(struct fixture *f, struct mafh_limits *lim,

@@ -131,6 +131,83 @@ static void test_ending_budget(void **state)
 	teardown_run(&f);
 }
 
+/* A caller whose engine is slow under load raises the ending's budget with its exec
+ * timeout: the shares grow with it, and the run is still over within it. */
+static void raise_ending(struct mafh_run_options *o)
+{
+	o->ending_ms = 120000;
+	o->exec_timeout_ms = 300000;
+}
+
+static void test_ending_budget_raised(void **state)
+{
+	struct fixture f;
+	struct mafh_op op;
+	int64_t end_by;
+
+	(void)state;
+	setup_run_opts(&f, NULL, MAFH_TRANSPORT_FILES, 600000,
+		       MAFH_CAPS_REQUIRED | MAFH_CAP_BLOCKING_EXEC, NULL, 0, raise_ending);
+	start(&f);
+	exit_with(&f, 1, "0");
+	end_by = f.now + 120000;
+	op = next(&f);
+	assert_string_equal(op.argv[1], "stop");
+	/* 4/15 of the budget kept for what follows, 1/15 the launcher's margin. */
+	assert_true(op.timeout_ms <= end_by - f.now - 32000 && op.timeout_ms >= 87000);
+	assert_int_equal(strtod(argv_after(&op, "--timeout"), NULL) * 1000,
+			 op.timeout_ms - 8000);
+	give_exec_timed_out(&f, &op);
+	op = next(&f);
+	expect_path(&op, MAFH_OP_READ, R "/host_tools/program_exit.json");
+	give_read(&f, MAFH_READ_ABSENT, NULL);
+	op = next(&f);
+	expect_path(&op, MAFH_OP_READ, R "/host_tools/program_output.txt");
+	give_read(&f, MAFH_READ_OK, "");
+	op = next(&f);
+	assert_string_equal(op.argv[1], "reclaim");
+	assert_true(op.timeout_ms >= 31000 && f.now + op.timeout_ms <= end_by);
+	give_exec_timed_out(&f, &op);
+	assert_int_equal(next(&f).kind, MAFH_OP_DONE);
+	assert_true(f.now <= end_by);
+	teardown_run(&f);
+}
+
+/* The ending's budget is 6 s to an hour: less leaves an exec of it no time, more is no
+ * bound. */
+static void test_ending_budget_range(void **state)
+{
+	static const int64_t bad[] = {0, -1, 5999, 3600001};
+	struct mafh_registry *reg;
+	struct mafh_run_options o;
+	struct mafh_run *run = NULL;
+	struct mafh_error err = {0};
+
+	(void)state;
+	assert_int_equal(mafh_registry_new(&reg), 0);
+	mafh_run_options_init(&o);
+	assert_int_equal(o.ending_ms, MAFH_ENDING_MS);
+	o.run_dir = R;
+	o.program = "pass\n";
+	o.program_len = 5;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		o.ending_ms = bad[i];
+		assert_int_equal(mafh_run_new_sansio(reg, MAFH_CAPS_REQUIRED, &o, &run, &err),
+				 MAFH_EINVAL);
+		assert_null(run);
+		assert_non_null(strstr(err.message, "the ending's budget must be 6000 to 3600000"));
+	}
+	o.ending_ms = 6000;
+	assert_int_equal(mafh_run_new_sansio(reg, MAFH_CAPS_REQUIRED, &o, &run, &err), 0);
+	mafh_run_free(run);
+	/* A caller built before the field: its size ends before it, and the default holds. */
+	o.ending_ms = 1;
+	o.size = offsetof(struct mafh_run_options, ending_ms);
+	assert_int_equal(mafh_run_new_sansio(reg, MAFH_CAPS_REQUIRED, &o, &run, &err), 0);
+	mafh_run_free(run);
+	mafh_registry_free(reg);
+}
+
 /* A stop that exits 0 but prints nothing, or what is not a record, while the supervisor
  * left one: not the launcher's stop. The record is taken from its file, and the
  * disagreement is an error on the result. */
@@ -696,6 +773,8 @@ int main(void)
 		cmocka_unit_test(test_stop_not_the_launchers),
 		cmocka_unit_test(test_stop_and_busy),
 		cmocka_unit_test(test_ending_budget),
+		cmocka_unit_test(test_ending_budget_raised),
+		cmocka_unit_test(test_ending_budget_range),
 		cmocka_unit_test(test_launch_failed),
 		cmocka_unit_test(test_bad_launch_line),
 		cmocka_unit_test(test_backend_errors),

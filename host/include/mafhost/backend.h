@@ -34,7 +34,7 @@
 #define MAFH_CAPS_REQUIRED (MAFH_CAP_EXEC | MAFH_CAP_FILES_IN | MAFH_CAP_FILES_OUT | \
 			    MAFH_CAP_DETACHED_EXEC)
 
-/* The ending's budget, in milliseconds: see mafh_run_options.timeout_ms. */
+/* The ending's default budget, in milliseconds: see mafh_run_options.ending_ms. */
 #define MAFH_ENDING_MS 15000
 
 /* The result of an exec. out and err are malloc'd by the backend and freed by whoever asked

@@ -123,8 +123,9 @@ struct mafh_run_options {
 	 * a sans-I/O run). Copied. */
 	const char *launcher;
 	/* One deadline for the whole run (default 60000). Whatever the launcher does, the run
-	 * is over within MAFH_ENDING_MS of its end, or of this deadline if that comes first:
-	 * the ending (stop, the record, the output, the reclaim) shares that budget. */
+	 * is over within ending_ms (MAFH_ENDING_MS by default) of its end, or of this deadline
+	 * if that comes first: the ending (stop, the record, the output, the reclaim) shares
+	 * that budget. */
 	int64_t timeout_ms;
 	const char *egress;        /* "closed" or "open"; NULL: the launcher's default */
 	const char *seccomp;       /* "default" or "off"; NULL: the launcher's default */
@@ -136,8 +137,8 @@ struct mafh_run_options {
 	int64_t poll_max_ms;       /* files: the slowest idle poll (default 200) */
 	int64_t wait_slice_ms;     /* wait: --timeout-ms of one `maf-launch wait` (default 2000) */
 	/* The exec timeout of the launcher's short commands: run, stop, reclaim (default
-	 * 30000; bounded by the deadline for run, and for stop and reclaim by the ending's
-	 * budget, MAFH_ENDING_MS); also what a stream's opening may take, and a wait's or
+	 * 30000; bounded by the deadline for run, and for stop and reclaim by their share of
+	 * the ending's budget, ending_ms); also what a stream's opening may take, and a wait's or
 	 * relay's exec past its slice (past the deadline by 5 s at most). */
 	int64_t exec_timeout_ms;
 	mafh_event_fn on_event;    /* may be NULL */
@@ -161,6 +162,12 @@ struct mafh_run_options {
 	 * guest API). NULL: the registry's. Copied. */
 	const char *shim;
 	size_t shim_len;
+	/* The ending's budget (default MAFH_ENDING_MS, 6000 to 3600000): the run is over this
+	 * long after its end, or after its deadline if that comes first. Stop, the record, the
+	 * output and the reclaim share it in proportion (stop all but 4/15 of it). Raise it with
+	 * exec_timeout_ms where an engine's execs are slow under load: a stop cut at its share
+	 * loses the output. */
+	int64_t ending_ms;
 };
 /* Fills *opts with the defaults and sets opts->size; run_dir stays NULL. */
 MAFH_API void mafh_run_options_init(struct mafh_run_options *opts);

@@ -132,7 +132,8 @@ class RunOptions(Structure):
                 ("on_event", EVENT_FN), ("event_ud", c_void_p), ("user", c_char_p),
                 ("max_procs", c_int64), ("max_memory", c_int64),
                 ("writable", POINTER(c_char_p)), ("liveness_ms", c_int64),
-                ("reclaim_keep", c_char_p), ("shim", c_char_p), ("shim_len", c_size_t)]
+                ("reclaim_keep", c_char_p), ("shim", c_char_p), ("shim_len", c_size_t),
+                ("ending_ms", c_int64)]
 
 
 class OpCounts(Structure):

@@ -692,6 +692,8 @@ class _Spec:
     keep_run_dir: bool = False
     # Seconds one of the launcher's short commands (run, stop, reclaim) may take.
     exec_timeout: Optional[float] = None
+    # Seconds the ending (stop, the record, the output, the reclaim) may take in all.
+    ending_timeout: Optional[float] = None
     # A pass-through run: every request goes to the answerer (maf_sandbox.answerer).
     answerer: Optional[Answerer] = None
     # An entry of the run directory the reclaim leaves.
@@ -713,6 +715,7 @@ async def run(backend: Any, program: Optional[str] = None, *,
               max_procs: Optional[int] = None, max_memory: Optional[int] = None,
               writable: Sequence[str] = (), keep_run_dir: bool = False,
               exec_timeout: Optional[float] = None,
+              ending_timeout: Optional[float] = None,
               library: Optional[_abi.Library] = None) -> RunResult:
     """Runs a program in backend through maf-launch, serving its host-tool calls with
     tools, and returns its RunResult once it is over.
@@ -728,10 +731,16 @@ async def run(backend: Any, program: Optional[str] = None, *,
     BackendError (its result in .result). exec_timeout: the seconds one of the launcher's
     short commands (run, stop, reclaim) may take, and a stream's opening, and a wait's or
     relay's exec past its slice (default: the library's, 30; never past the run's deadline
-    by more than 5 s), for an engine slow to start execs under load. Cancelling the task
-    stops the program and reclaims the run directory before the cancellation goes on."""
+    by more than 5 s; stop and reclaim within their share of ending_timeout), for an engine
+    slow to start execs under load. ending_timeout: the seconds after the program's end (or
+    the deadline, if that comes first) by which the run is over whatever the launcher does,
+    shared by stop, the record, the output and the reclaim, stop all but 4/15 of it (6 to
+    3600, default: the library's, 15); raise it with exec_timeout under such load, since a
+    stop cut short loses the output. Cancelling the task stops the program and reclaims the
+    run directory before the cancellation goes on."""
     spec = _Spec(program, argv, timeout, run_dir, launcher, transport, egress, seccomp,
-                 landlock, user, max_procs, max_memory, writable, keep_run_dir, exec_timeout)
+                 landlock, user, max_procs, max_memory, writable, keep_run_dir, exec_timeout,
+                 ending_timeout)
     return await _serve(backend, spec, tools, limits, on_event, check, library)
 
 
@@ -749,6 +758,9 @@ async def _serve(backend: Any, spec: _Spec, tools: Any, limits: Optional[Limits]
     if spec.exec_timeout is not None and not spec.exec_timeout > 0:
         raise ConfigError("exec_timeout must be a positive number of seconds, not "
                           f"{spec.exec_timeout!r}")
+    if spec.ending_timeout is not None and not 6 <= spec.ending_timeout <= 3600:
+        raise ConfigError("ending_timeout must be 6 to 3600 seconds, not "
+                          f"{spec.ending_timeout!r}")
     served = None
     if spec.answerer is None and _of_maf_sandbox(tools):
         from .maf_sandbox import answerer as _answerer
@@ -896,6 +908,8 @@ def _options(lib: _abi.Library, o: _abi.RunOptions, r: _Run, spec: _Spec,
     o.timeout_ms = int(spec.timeout * 1000)
     if spec.exec_timeout is not None:
         o.exec_timeout_ms = max(1, int(spec.exec_timeout * 1000))
+    if spec.ending_timeout is not None:
+        o.ending_ms = int(spec.ending_timeout * 1000)
     t = ctypes.c_int()
     if lib.transport_from_name(str(transport).encode(), ctypes.byref(t)) < 0:
         raise ConfigError(f"unknown transport {transport!r} (one of "
