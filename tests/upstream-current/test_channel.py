@@ -14,6 +14,7 @@ from maf_sandbox import (Capability, HostToolRegistry, HostToolRun, ProgramRequi
                          sandbox_tool)
 from maf_sandbox.conformance import assert_program_channel_conformance
 
+import mafhost
 import mafhost.maf_sandbox as adopted
 from mafhost.maf_sandbox import MafLaunchChannel, with_maf_launch
 from local_sandbox import LocalSandbox
@@ -116,6 +117,49 @@ def test_the_runs_bound_is_a_sandbox_program_timeout(tmp_path):
                         guest_call_path="calls/t", timeout=2, policy=policy))
     assert raised.value.signal == "sent" and raised.value.reach == "group"
     assert raised.value.output == "before\n"
+
+
+def test_a_slow_stop_is_given_the_ending_the_channel_was_given(tmp_path, caplog):
+    # A launcher whose stop takes 5 s, as an engine's exec may under load. With the
+    # smallest ending (6 s), stop's share is cut and mafhost's log says so (the output is
+    # still read here, from the file); with the ending raised (to 20 s, exec_timeout beside
+    # it), stop returns within its share, and nothing is logged.
+    slow = tmp_path / "maf-launch"
+    slow.write_text(f'#!/bin/sh\n[ "$1" = stop ] && sleep 5\nexec {LAUNCHER} "$@"\n')
+    slow.chmod(0o755)
+    sandbox = LocalSandbox(tmp_path / "base")
+
+    def go(channel, where):
+        async def both():
+            await channel.prepare(sandbox, ProgramRequirements())
+            return await channel.run(sandbox, PROGRAM, requirements=ProgramRequirements(),
+                                     guest_call_path=where, timeout=30,
+                                     policy=HostToolRun(registry_with_add()))
+        return run(both())
+
+    def cut_stops():
+        return [r for r in caplog.records if r.name == "mafhost" and
+                "maf-launch stop did not return within" in r.getMessage()]
+
+    go(MafLaunchChannel(launcher=str(slow), ending_timeout=6), "calls/cut")
+    assert len(cut_stops()) == 1
+    kept = go(MafLaunchChannel(launcher=str(slow), exec_timeout=60, ending_timeout=20),
+              "calls/kept")
+    assert len(cut_stops()) == 1
+    assert kept.exit_code == 3 and kept.stderr == ""
+    assert kept.stdout.splitlines() == [
+        "sum 42", "refused Error: 'unknown' is not a registered host tool"]
+    # The knobs are judged where the channel is made, and reach it through the wrapper.
+    with pytest.raises(mafhost.ConfigError, match="ending_timeout must be 6 to 3600"):
+        MafLaunchChannel(ending_timeout=5)
+    with pytest.raises(mafhost.ConfigError, match="exec_timeout must be a positive"):
+        MafLaunchChannel(exec_timeout=0)
+    wrapped = with_maf_launch(LocalSandbox(tmp_path / "other"), exec_timeout=90,
+                              ending_timeout=120)
+    assert (wrapped.channel.exec_timeout, wrapped.channel.ending_timeout) == (90, 120)
+    with pytest.raises(TypeError, match="the channel's"):
+        with_maf_launch(LocalSandbox(tmp_path / "other"), MafLaunchChannel(),
+                        ending_timeout=120)
 
 
 def test_the_channel_declares_no_shell_and_no_response_files_on_the_stream():

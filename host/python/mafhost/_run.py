@@ -703,6 +703,16 @@ class _Spec:
     # The slowest poll of the files transport.
     poll_max_ms: Optional[float] = None
 
+    def check_timeouts(self) -> None:
+        """Raises ConfigError for an exec_timeout or ending_timeout the library would
+        refuse."""
+        if self.exec_timeout is not None and not self.exec_timeout > 0:
+            raise ConfigError("exec_timeout must be a positive number of seconds, not "
+                              f"{self.exec_timeout!r}")
+        if self.ending_timeout is not None and not 6 <= self.ending_timeout <= 3600:
+            raise ConfigError("ending_timeout must be 6 to 3600 seconds, not "
+                              f"{self.ending_timeout!r}")
+
 
 async def run(backend: Any, program: Optional[str] = None, *,
               tools: Union[ToolsArg, HostToolRegistry, HostToolRun] = (),
@@ -755,12 +765,7 @@ async def _serve(backend: Any, spec: _Spec, tools: Any, limits: Optional[Limits]
     if spec.timeout is None or not spec.timeout > 0:
         raise ConfigError("the timeout must be a positive number of seconds, not "
                           f"{spec.timeout!r}")
-    if spec.exec_timeout is not None and not spec.exec_timeout > 0:
-        raise ConfigError("exec_timeout must be a positive number of seconds, not "
-                          f"{spec.exec_timeout!r}")
-    if spec.ending_timeout is not None and not 6 <= spec.ending_timeout <= 3600:
-        raise ConfigError("ending_timeout must be 6 to 3600 seconds, not "
-                          f"{spec.ending_timeout!r}")
+    spec.check_timeouts()
     served = None
     if spec.answerer is None and _of_maf_sandbox(tools):
         from .maf_sandbox import answerer as _answerer

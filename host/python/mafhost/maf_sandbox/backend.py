@@ -51,11 +51,16 @@ class MafLaunchBackend:
     """A maf-sandbox backend with maf-launch's program channel declared (with_maf_launch)."""
 
     def __init__(self, backend: Any, channel: Optional[MafLaunchChannel] = None, *,
-                 launcher: str = DEFAULT_LAUNCHER) -> None:
+                 launcher: str = DEFAULT_LAUNCHER, exec_timeout: Optional[float] = None,
+                 ending_timeout: Optional[float] = None) -> None:
+        if channel is not None and (exec_timeout is not None or ending_timeout is not None):
+            raise TypeError("exec_timeout and ending_timeout are the channel's: give them to "
+                            "MafLaunchChannel, or give no channel")
         self.backend = backend
         entered = of_package(backend, "maf_sandbox_bubblewrap")
         self.channel = channel or MafLaunchChannel(
-            launcher=launcher, calls_on_stream=_is_docker(backend) or entered, entered=entered)
+            launcher=launcher, calls_on_stream=_is_docker(backend) or entered, entered=entered,
+            exec_timeout=exec_timeout, ending_timeout=ending_timeout)
         self._sandboxes: "weakref.WeakKeyDictionary[Any, _ReclaimsWithoutAShell]" = \
             weakref.WeakKeyDictionary()
         # The instances (containers) whose rm could not run: the image will not grow one, so
@@ -171,8 +176,11 @@ class _ReclaimsWithoutAShell:
 
 
 def with_maf_launch(backend: Any, channel: Optional[MafLaunchChannel] = None, *,
-                    launcher: str = DEFAULT_LAUNCHER) -> MafLaunchBackend:
+                    launcher: str = DEFAULT_LAUNCHER, exec_timeout: Optional[float] = None,
+                    ending_timeout: Optional[float] = None) -> MafLaunchBackend:
     """backend, with maf-launch's program channel declared (see the module's
     documentation). channel: the channel to declare (default: MafLaunchChannel with
-    launcher, its calls on the engine's stream where backend is maf-sandbox-docker's)."""
-    return MafLaunchBackend(backend, channel, launcher=launcher)
+    launcher, exec_timeout and ending_timeout, its calls on the engine's stream where
+    backend is maf-sandbox-docker's)."""
+    return MafLaunchBackend(backend, channel, launcher=launcher, exec_timeout=exec_timeout,
+                            ending_timeout=ending_timeout)

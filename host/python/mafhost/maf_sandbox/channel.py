@@ -162,7 +162,10 @@ class MafLaunchChannel:
     API staged, the calls, the output and the record read back) goes through the local
     backend entered into the sandbox (maf-sandbox-bubblewrap's), never through the
     sandbox's own file operations, so transfer_limits asks for nothing beyond the
-    workload's own. library: a mafhost.Library to use."""
+    workload's own. exec_timeout, ending_timeout: mafhost.run's, for a run of a program
+    (None: the library's, 30 and 15 s); raise both where the engine is slow to finish execs
+    under load, since a stop cut at its share of the ending loses the program's output.
+    library: a mafhost.Library to use."""
 
     name: str = "maf-launch"
     interpreter: str = "python3"
@@ -173,6 +176,8 @@ class MafLaunchChannel:
     calls_on_stream: bool = False
     entered: bool = False
     install_from: Optional[str] = None
+    exec_timeout: Optional[float] = None
+    ending_timeout: Optional[float] = None
     library: Optional[Library] = field(default=None, compare=False, repr=False)
     # What prepare() learned, by sandbox instance (a backend may hand out a new object for the
     # same instance at each acquire), else by the sandbox object itself.
@@ -180,6 +185,11 @@ class MafLaunchChannel:
         default_factory=collections.OrderedDict, compare=False, repr=False)
     _guests: "weakref.WeakKeyDictionary[Any, _Guest]" = field(
         default_factory=weakref.WeakKeyDictionary, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        # Refused where the channel is made, not at a program's run.
+        _Spec(None, ["x"], 1.0, exec_timeout=self.exec_timeout,
+              ending_timeout=self.ending_timeout).check_timeouts()
 
     def required_capabilities(self, spec: SandboxSpec) -> frozenset[Capability]:
         # EXEC runs the launcher's commands; FILES_IN stages the program and the guest API;
@@ -374,7 +384,8 @@ class MafLaunchChannel:
         argv = [self.interpreter, posixpath.join(run_dir, "host_tools", "program.py")]
         if policy is None:
             spec = _Spec(code, argv, timeout, run_dir=run_dir, launcher=guest.launcher,
-                         reclaim_keep="work")
+                         reclaim_keep="work", exec_timeout=self.exec_timeout,
+                         ending_timeout=self.ending_timeout)
             result = await _serve(guest.backend, spec, (), None, None, False, self.library,
                                   counted)
             return outcome(result, counted, timeout, owns_stderr=True)
@@ -384,7 +395,8 @@ class MafLaunchChannel:
         door = answerer.PolicyDoor(bounded)
         served = answerer.Answerer(door, call_timeout=float(timeout))
         spec = _Spec(code, argv, timeout, run_dir=run_dir, launcher=guest.launcher,
-                     answerer=served, write_shim=True, reclaim_keep="work")
+                     answerer=served, write_shim=True, reclaim_keep="work",
+                     exec_timeout=self.exec_timeout, ending_timeout=self.ending_timeout)
         task = asyncio.ensure_future(_serve(guest.backend, spec, (), answerer.limits_for(door),
                                             None, False, self.library, counted))
 
