@@ -10,8 +10,8 @@ its own VmRSS before the run and its VmHWM after it. A run that does not return 
 that grows past RSS_KILL_KB at that size, and either is a failure with what was seen."""
 import io
 import json
-import re
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -83,11 +83,14 @@ class Spec:
     command: str         # the launcher command attacked ("" for the baseline)
     program: str         # a key of PROGRAMS
     timeout: float       # the run's deadline, seconds
+    ending: float = 0.0  # the ending's budget, seconds (--ending-timeout); 0: the default
 
     @property
     def id(self):
         what = "baseline" if self.attack == "baseline" else f"{self.attack}-{self.command}"
         extra = "" if self.program in ("benign", "quick") else f"-{self.program}"
+        if self.ending:
+            extra += f"-ending{self.ending:g}"
         return f"{self.host}-{self.backend}-{self.transport}-{what}{extra}"
 
     @property
@@ -408,6 +411,8 @@ def _run_c(env, spec, launcher, log, hard, res):
     argv = [str(BUILD_TREE / "maf-host"), "run", "--json", "--tool", tool, "--max-calls", "64",
             "--timeout", str(spec.timeout), "--transport", spec.transport,
             "--launcher", launcher]
+    if spec.ending:
+        argv += ["--ending-timeout", str(spec.ending)]
     if spec.backend == "docker":
         argv += ["--backend", f"docker:{env.container()}"]
     elif spec.backend == "bwrap":
@@ -431,7 +436,7 @@ def _run_py(env, spec, launcher, hard, res):
            "backend": backend, "launcher": launcher, "real": real_launcher(env, spec),
            "tmpdir": str(env.base / "runs"),
            "program": PROGRAMS[spec.program][0], "timeout": spec.timeout,
-           "transport": spec.transport}
+           "transport": spec.transport, "ending": spec.ending or None}
     e = _host_env()
     if SANITIZED:
         e["LD_PRELOAD"] = _libasan()
@@ -476,10 +481,11 @@ def came_back(res):
 
 
 def time_bound(res):
-    bound = res.spec.timeout + ENDING_S + START_SLACK_S
+    ending = res.spec.ending or ENDING_S
+    bound = res.spec.timeout + ending + START_SLACK_S
     if res.elapsed > bound:
         return [f"the run took {res.elapsed:.1f} s: more than its deadline "
-                f"{res.spec.timeout:g} s + the ending's {ENDING_S:g} s + {START_SLACK_S:g} s "
+                f"{res.spec.timeout:g} s + the ending's {ending:g} s + {START_SLACK_S:g} s "
                 f"of start-up ({bound:g} s)"]
     return []
 
@@ -545,6 +551,19 @@ def clear_error(res):
     if not rep.get("errors"):
         return [f"no error on the result of a hostile run: {json.dumps(rep)[:800]}"]
     return []
+
+
+def ending_shares(res):
+    """With the ending's budget set (spec.ending): every ending command the host cut says
+    it was cut within that budget, not the default's shares (stop's 11 s of 15)."""
+    if not res.spec.ending or res.report is None:
+        return []
+    cut = [int(ms) for ms in re.findall(r"did not return within (\d+) ms",
+                                        json.dumps(res.report.get("errors")))]
+    if not cut:
+        return [f"no ending command was cut: {json.dumps(res.report)[:800]}"]
+    return [f"an ending command was given {ms} ms, past the ending's {res.spec.ending:g} s"
+            for ms in cut if ms > res.spec.ending * 1000]
 
 
 def decode_call(res, raw):

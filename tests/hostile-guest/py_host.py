@@ -63,7 +63,8 @@ async def main(cfg):
         try:
             r = await mafhost.run(sb, cfg["program"], tools=[tool], limits=limits,
                                   timeout=cfg["timeout"], launcher=cfg["launcher"],
-                                  transport=cfg["transport"], check=False)
+                                  transport=cfg["transport"],
+                                  ending_timeout=cfg.get("ending"), check=False)
         except BaseException:
             out.update(exception=traceback.format_exc(), peak_kb=status_kb("VmHWM"),
                        base_kb=base)
