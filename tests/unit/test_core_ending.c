@@ -69,6 +69,34 @@ static void give_exec_timed_out(struct fixture *f, const struct mafh_op *op)
 	give(f, &res);
 }
 
+/* A run that has ended, its stop and reclaim never returning: the stop is given all of the
+ * budget (ending by end_by) but reserve_ms and gives up margin_ms before its exec is cut,
+ * the reclaim what is left, and the run is over by end_by. */
+static void cut_ending(struct fixture *f, int64_t end_by, int64_t reserve_ms,
+		       int64_t margin_ms)
+{
+	struct mafh_op op = next(f);
+
+	assert_string_equal(op.argv[1], "stop");
+	assert_true(op.timeout_ms <= end_by - f->now - reserve_ms &&
+		    op.timeout_ms >= end_by - f->now - reserve_ms - 1000);
+	assert_int_equal(strtod(argv_after(&op, "--timeout"), NULL) * 1000,
+			 op.timeout_ms - margin_ms);
+	give_exec_timed_out(f, &op);
+	op = next(f);
+	expect_path(&op, MAFH_OP_READ, R "/host_tools/program_exit.json");
+	give_read(f, MAFH_READ_ABSENT, NULL);
+	op = next(f);
+	expect_path(&op, MAFH_OP_READ, R "/host_tools/program_output.txt");
+	give_read(f, MAFH_READ_OK, "");
+	op = next(f);
+	assert_string_equal(op.argv[1], "reclaim");
+	assert_true(op.timeout_ms >= reserve_ms - 1000 && f->now + op.timeout_ms <= end_by);
+	give_exec_timed_out(f, &op);
+	assert_int_equal(next(f).kind, MAFH_OP_DONE);
+	assert_true(f->now <= end_by);
+}
+
 static void test_ending_budget(void **state)
 {
 	struct fixture f;
@@ -111,28 +139,13 @@ static void test_ending_budget(void **state)
 	setup_run(&f, NULL, MAFH_TRANSPORT_FILES, 600000);
 	start(&f);
 	exit_with(&f, 1, "0");
-	end_by = f.now + MAFH_ENDING_MS;
-	op = next(&f);
-	assert_string_equal(op.argv[1], "stop");
-	assert_true(op.timeout_ms <= end_by - f.now - 4000);
-	give_exec_timed_out(&f, &op);
-	op = next(&f);
-	expect_path(&op, MAFH_OP_READ, R "/host_tools/program_exit.json");
-	give_read(&f, MAFH_READ_ABSENT, NULL);
-	op = next(&f);
-	expect_path(&op, MAFH_OP_READ, R "/host_tools/program_output.txt");
-	give_read(&f, MAFH_READ_OK, "");
-	op = next(&f);
-	assert_string_equal(op.argv[1], "reclaim");
-	assert_true(f.now + op.timeout_ms <= end_by);
-	give_exec_timed_out(&f, &op);
-	assert_int_equal(next(&f).kind, MAFH_OP_DONE);
-	assert_true(f.now <= end_by);
+	cut_ending(&f, f.now + MAFH_ENDING_MS, 4000, 1000);
 	teardown_run(&f);
 }
 
 /* A caller whose engine is slow under load raises the ending's budget with its exec
- * timeout: the shares grow with it, and the run is still over within it. */
+ * timeout: the shares grow with it (4/15 kept for what follows the stop, 1/15 the
+ * launcher's margin), and the run is still over within it. */
 static void raise_ending(struct mafh_run_options *o)
 {
 	o->ending_ms = 120000;
@@ -142,34 +155,13 @@ static void raise_ending(struct mafh_run_options *o)
 static void test_ending_budget_raised(void **state)
 {
 	struct fixture f;
-	struct mafh_op op;
-	int64_t end_by;
 
 	(void)state;
 	setup_run_opts(&f, NULL, MAFH_TRANSPORT_FILES, 600000,
 		       MAFH_CAPS_REQUIRED | MAFH_CAP_BLOCKING_EXEC, NULL, 0, raise_ending);
 	start(&f);
 	exit_with(&f, 1, "0");
-	end_by = f.now + 120000;
-	op = next(&f);
-	assert_string_equal(op.argv[1], "stop");
-	/* 4/15 of the budget kept for what follows, 1/15 the launcher's margin. */
-	assert_true(op.timeout_ms <= end_by - f.now - 32000 && op.timeout_ms >= 87000);
-	assert_int_equal(strtod(argv_after(&op, "--timeout"), NULL) * 1000,
-			 op.timeout_ms - 8000);
-	give_exec_timed_out(&f, &op);
-	op = next(&f);
-	expect_path(&op, MAFH_OP_READ, R "/host_tools/program_exit.json");
-	give_read(&f, MAFH_READ_ABSENT, NULL);
-	op = next(&f);
-	expect_path(&op, MAFH_OP_READ, R "/host_tools/program_output.txt");
-	give_read(&f, MAFH_READ_OK, "");
-	op = next(&f);
-	assert_string_equal(op.argv[1], "reclaim");
-	assert_true(op.timeout_ms >= 31000 && f.now + op.timeout_ms <= end_by);
-	give_exec_timed_out(&f, &op);
-	assert_int_equal(next(&f).kind, MAFH_OP_DONE);
-	assert_true(f.now <= end_by);
+	cut_ending(&f, f.now + 120000, 32000, 8000);
 	teardown_run(&f);
 }
 
