@@ -117,6 +117,15 @@ int64_t mafh__clamp64(int64_t v, int64_t lo, int64_t hi)
 	return v < lo ? lo : v > hi ? hi : v;
 }
 
+void *mafh__memdup(const void *src, size_t len)
+{
+	void *p = malloc(len ? len : 1);
+
+	if (p && len)
+		memcpy(p, src, len);
+	return p;
+}
+
 int mafh__notifying(const struct mafh_run *run)
 {
 	return run->transport == MAFH_TRANSPORT_FILES && (run->caps & MAFH_CAP_WAIT_CHANGE);

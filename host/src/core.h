@@ -454,6 +454,8 @@ int mafh__host_tools_path(struct mafh_run *run, const char *name);
 void mafh__read_host_tools_file(struct mafh_run *run, struct mafh_op *op, const char *name,
 				size_t cap);
 int64_t mafh__clamp64(int64_t v, int64_t lo, int64_t hi);
+/* A malloc'd copy of src[0..len) (one byte at least, so that 0 is not NULL), or NULL. */
+void *mafh__memdup(const void *src, size_t len);
 /* Files transport over a backend (or driver) that can wait for a change. Not fixed at
  * creation: WAIT falls back to FILES when the launcher has no `wait`. */
 int mafh__notifying(const struct mafh_run *run);

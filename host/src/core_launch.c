@@ -29,12 +29,10 @@ static int shim_text(struct mafh_run *run, char **text, size_t *len)
 	struct mafh_error e = {0};
 
 	if (run->shim) {
-		*text = malloc(run->shim_len ? run->shim_len : 1);
-		if (!*text) {
+		if (!(*text = mafh__memdup(run->shim, run->shim_len))) {
 			mafh__end_run(run, MAFH_RUN_ERROR, MAFH_ENOMEM, "out of memory");
 			return -1;
 		}
-		memcpy(*text, run->shim, run->shim_len);
 		*len = run->shim_len;
 		return 0;
 	}

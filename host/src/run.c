@@ -304,17 +304,13 @@ static int run_create(struct mafh_registry *reg, struct mafh_backend *backend, u
 				goto nomem;
 	}
 	if (run->write_shim && o.shim) {
-		run->shim = malloc(o.shim_len ? o.shim_len : 1);
-		if (!run->shim)
+		if (!(run->shim = mafh__memdup(o.shim, o.shim_len)))
 			goto nomem;
-		memcpy(run->shim, o.shim, o.shim_len);
 		run->shim_len = o.shim_len;
 	}
 	if (o.program) {
-		run->program = malloc(o.program_len ? o.program_len : 1);
-		if (!run->program)
+		if (!(run->program = mafh__memdup(o.program, o.program_len)))
 			goto nomem;
-		memcpy(run->program, o.program, o.program_len);
 		run->program_len = o.program_len;
 	}
 	if (!o.argv)
