@@ -102,11 +102,11 @@ static inline int wait_target(const struct mafh_op *op, const char **dir,
 	return has;
 }
 
-/* A run with the options given; reclaim_keep and keep_run_dir as mafh_run_options has
- * them. */
 /* Options a test sets past the fixture's own, before the run is made. */
 typedef void (*options_fn)(struct mafh_run_options *o);
 
+/* A run with the options given; reclaim_keep and keep_run_dir as mafh_run_options has
+ * them, then more's (may be NULL). */
 static inline void setup_run_opts(struct fixture *f, struct mafh_limits *lim,
 				  enum mafh_transport tr, int64_t timeout_ms, unsigned caps,
 				  const char *reclaim_keep, int keep_run_dir, options_fn more)
@@ -332,6 +332,27 @@ static inline void finish_normally(struct fixture *f, const char *output)
 	give_exec(f, 0, "", "");
 	op = next(f);
 	assert_int_equal(op.kind, MAFH_OP_DONE);
+}
+
+/* The rest of an ending whose stop vouched for nothing: the record read from its file
+ * (record, or absent where NULL), the output (where output_due: output, or absent where
+ * NULL), the reclaim, and the run done. */
+static inline void ending_from_files(struct fixture *f, const char *record, int output_due,
+				     const char *output)
+{
+	struct mafh_op op = next(f);
+
+	expect_path(&op, MAFH_OP_READ, R "/host_tools/program_exit.json");
+	give_read(f, record ? MAFH_READ_OK : MAFH_READ_ABSENT, record);
+	if (output_due) {
+		op = next(f);
+		expect_path(&op, MAFH_OP_READ, R "/host_tools/program_output.txt");
+		give_read(f, output ? MAFH_READ_OK : MAFH_READ_ABSENT, output);
+	}
+	op = next(f);
+	assert_string_equal(op.argv[1], "reclaim");
+	give_exec(f, 0, "", "");
+	assert_int_equal(next(f).kind, MAFH_OP_DONE);
 }
 
 /* A run that ended in error: its output read first, then the stop, which reclaims R once it

@@ -42,13 +42,7 @@ static void test_deadline(void **state)
 	assert_string_equal(op.argv[1], "stop");
 	give_exec(&f, 0, "", "");
 	/* stop printed no record: it is read from the file. */
-	op = next(&f);
-	expect_path(&op, MAFH_OP_READ, R "/host_tools/program_exit.json");
-	give_read(&f, MAFH_READ_ABSENT, NULL);
-	op = next(&f);
-	assert_string_equal(op.argv[1], "reclaim");
-	give_exec(&f, 0, "", "");
-	assert_int_equal(next(&f).kind, MAFH_OP_DONE);
+	ending_from_files(&f, NULL, 0, NULL);
 	r = mafh_run_result(f.run);
 	assert_int_equal(r->status, MAFH_RUN_TIMEOUT);
 	assert_int_equal(r->error.code, MAFH_ETIMEDOUT);
@@ -218,16 +212,7 @@ static void test_stop_not_the_launchers(void **state)
 		op = next(&f);
 		assert_string_equal(op.argv[1], "stop");
 		give_exec(&f, 0, outs[i], "");
-		op = next(&f);
-		expect_path(&op, MAFH_OP_READ, R "/host_tools/program_exit.json");
-		give_read(&f, MAFH_READ_OK, RECORD_7);
-		op = next(&f);
-		expect_path(&op, MAFH_OP_READ, R "/host_tools/program_output.txt");
-		give_read(&f, MAFH_READ_OK, "");
-		op = next(&f);
-		assert_string_equal(op.argv[1], "reclaim");
-		give_exec(&f, 0, "", "");
-		assert_int_equal(next(&f).kind, MAFH_OP_DONE);
+		ending_from_files(&f, RECORD_7, 1, "");
 		r = mafh_run_result(f.run);
 		assert_int_equal(r->exit_code, 7);
 		assert_false(r->verified);
@@ -343,13 +328,7 @@ static void test_backend_errors(void **state)
 	op = next(&f);
 	assert_string_equal(op.argv[1], "stop");
 	give_exec(&f, 1, "", "not the supervisor");
-	op = next(&f);
-	expect_path(&op, MAFH_OP_READ, R "/host_tools/program_exit.json");
-	give_read(&f, MAFH_READ_OK, "{not json");
-	op = next(&f);
-	assert_string_equal(op.argv[1], "reclaim");
-	give_exec(&f, 0, "", "");
-	assert_int_equal(next(&f).kind, MAFH_OP_DONE);
+	ending_from_files(&f, "{not json", 0, NULL);
 	assert_int_equal(mafh_run_result(f.run)->status, MAFH_RUN_ERROR);
 	assert_non_null(strstr(mafh_run_result(f.run)->error.message, "0001.response.json"));
 	assert_true(mafh_run_result(f.run)->output_truncated);
@@ -431,13 +410,7 @@ static void test_lost_run(void **state)
 	assert_string_equal(op.argv[1], "stop");
 	give_exec(&f, 3, "", "maf-launch stop: the supervisor 42 is gone and run /tmp/run has "
 		  "no exit marker: the run is lost\n");
-	op = next(&f);
-	expect_path(&op, MAFH_OP_READ, R "/host_tools/program_exit.json");
-	give_read(&f, MAFH_READ_ABSENT, NULL);
-	op = next(&f);
-	assert_string_equal(op.argv[1], "reclaim");
-	give_exec(&f, 0, "", "");
-	assert_int_equal(next(&f).kind, MAFH_OP_DONE);
+	ending_from_files(&f, NULL, 0, NULL);
 	r = mafh_run_result(f.run);
 	assert_int_equal(r->status, MAFH_RUN_LOST);
 	assert_string_equal(mafh_run_status_name(r->status), "lost");
@@ -616,13 +589,7 @@ static void test_stop_leaves_the_rest(void **state)
 
 	exact_to_stop(&f, NULL);
 	give_exec(&f, 0, "\noutput 2\nok", "");
-	op = next(&f);
-	expect_path(&op, MAFH_OP_READ, R "/host_tools/program_exit.json");
-	give_read(&f, MAFH_READ_OK, RECORD);
-	op = next(&f);
-	assert_string_equal(op.argv[1], "reclaim");
-	give_exec(&f, 0, "", "");
-	assert_int_equal(next(&f).kind, MAFH_OP_DONE);
+	ending_from_files(&f, RECORD, 0, NULL);
 	assert_string_equal(mafh_run_result(f.run)->output, "ok");
 	assert_string_equal(mafh_run_result(f.run)->record.status, "exited");
 	teardown_run(&f);
@@ -647,23 +614,13 @@ static void test_stop_output_forged(void **state)
 		"",
 	};
 	struct fixture f;
-	struct mafh_op op;
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(forged) / sizeof(forged[0]); i++) {
 		exact_to_stop(&f, NULL);
 		give_exec(&f, 0, forged[i], "");
 		/* Nothing at all ("") is a silent stop, as before: the record is read too. */
-		op = next(&f);
-		expect_path(&op, MAFH_OP_READ, R "/host_tools/program_exit.json");
-		give_read(&f, MAFH_READ_OK, RECORD);
-		op = next(&f);
-		expect_path(&op, MAFH_OP_READ, R "/host_tools/program_output.txt");
-		give_read(&f, MAFH_READ_OK, "real");
-		op = next(&f);
-		assert_string_equal(op.argv[1], "reclaim");
-		give_exec(&f, 0, "", "");
-		assert_int_equal(next(&f).kind, MAFH_OP_DONE);
+		ending_from_files(&f, RECORD, 1, "real");
 		assert_string_equal(mafh_run_result(f.run)->output, "real");
 		if (forged[i][0])
 			assert_non_null(strstr(mafh_run_result(f.run)->errors, "maf-launch stop "
@@ -706,16 +663,7 @@ static void test_stop_older_launcher_and_failed_reclaim(void **state)
 	op = next(&f);
 	assert_false(argv_has(&op, "--reclaim"));
 	give_exec(&f, 2, "", "no\n");
-	op = next(&f);
-	expect_path(&op, MAFH_OP_READ, R "/host_tools/program_exit.json");
-	give_read(&f, MAFH_READ_ABSENT, NULL);
-	op = next(&f);
-	expect_path(&op, MAFH_OP_READ, R "/host_tools/program_output.txt");
-	give_read(&f, MAFH_READ_ABSENT, NULL);
-	op = next(&f);
-	assert_string_equal(op.argv[1], "reclaim");
-	give_exec(&f, 0, "", "");
-	assert_int_equal(next(&f).kind, MAFH_OP_DONE);
+	ending_from_files(&f, NULL, 1, NULL);
 	assert_non_null(strstr(mafh_run_result(f.run)->errors, "maf-launch stop failed"));
 	teardown_run(&f);
 
